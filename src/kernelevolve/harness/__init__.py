@@ -1,0 +1,1 @@
+"""The gated evaluation harness: sandboxed workers, gates, timing, and `evaluate()`."""

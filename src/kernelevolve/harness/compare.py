@@ -1,0 +1,118 @@
+"""Trusted comparison of candidate outputs against reference outputs (driver side only).
+
+Checks, in order: output count, shape, dtype, NaN/inf positions, then closeness computed in
+float64: |cand - ref| <= atol + rtol * |ref| for floating outputs, exact for integers and bools.
+Reports max abs and rel error and the first mismatching index, as in a test assertion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Default tolerances by output dtype; integer and bool outputs compare exactly.
+DEFAULT_TOLERANCE = {
+    "float64": (1e-6, 1e-6),
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (1e-2, 1e-2),
+    "complex64": (1e-4, 1e-4),
+    "complex128": (1e-6, 1e-6),
+}
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    reason: str = ""
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    mismatch: str | None = None
+
+
+def tolerance_for(dtype: Any, override: dict[str, float] | None) -> tuple[float, float]:
+    name = str(dtype).removeprefix("torch.")
+    if name not in DEFAULT_TOLERANCE:
+        return 0.0, 0.0
+    atol, rtol = DEFAULT_TOLERANCE[name]
+    if override:
+        atol, rtol = override.get("atol", atol), override.get("rtol", rtol)
+    return atol, rtol
+
+
+def compare_outputs(ref: list[Any], cand: list[Any],
+                    tolerance: dict[str, float] | None = None) -> Comparison:
+    if len(ref) != len(cand):
+        return Comparison(False, f"forward returned {len(cand)} output(s); the reference returns "
+                                 f"{len(ref)}")
+    worst = Comparison(True)
+    for i, (r, c) in enumerate(zip(ref, cand)):
+        label = f"output {i}" if len(ref) > 1 else "output"
+        one = _compare_one(r, c, label, tolerance)
+        if not one.ok:
+            return one
+        worst.max_abs_err = max(worst.max_abs_err, one.max_abs_err)
+        worst.max_rel_err = max(worst.max_rel_err, one.max_rel_err)
+    return worst
+
+
+def _compare_one(r: Any, c: Any, label: str, tolerance: dict[str, float] | None) -> Comparison:
+    import torch
+
+    if tuple(c.shape) != tuple(r.shape):
+        return Comparison(False, f"{label} has shape {tuple(c.shape)}; expected {tuple(r.shape)}")
+    if c.dtype != r.dtype:
+        return Comparison(False, f"{label} has dtype {_dt(c.dtype)}; expected {_dt(r.dtype)}")
+    if r.numel() == 0:
+        return Comparison(True)
+    if not (r.is_floating_point() or r.is_complex()):
+        diff = c != r
+        if bool(diff.any()):
+            return _mismatch(label, diff, r, c, "exact match required for "
+                             f"{_dt(r.dtype)} outputs", 0.0, 0.0)
+        return Comparison(True)
+    r64 = r.to(torch.complex128 if r.is_complex() else torch.float64)
+    c64 = c.to(r64.dtype)
+    r_nan, c_nan = torch.isnan(r64), torch.isnan(c64)
+    if not torch.equal(r_nan, c_nan):
+        where = r_nan != c_nan
+        extra = int((c_nan & ~r_nan).sum())
+        missing = int((r_nan & ~c_nan).sum())
+        return _mismatch(label, where, r, c, f"NaN positions differ ({extra} unexpected NaN, "
+                         f"{missing} missing)", float("nan"), float("nan"))
+    r_inf, c_inf = torch.isinf(r64), torch.isinf(c64)
+    if not torch.equal(r_inf, c_inf) or not torch.equal(r64[r_inf], c64[c_inf]):
+        return _mismatch(label, (r_inf != c_inf) | (r_inf & (r64 != c64)), r, c,
+                         "inf positions or signs differ", float("inf"), float("inf"))
+    finite = ~(r_nan | r_inf)
+    atol, rtol = tolerance_for(r.dtype, tolerance)
+    err = torch.zeros_like(r64.real if r.is_complex() else r64)
+    err[finite] = (c64[finite] - r64[finite]).abs()
+    mag = r64.abs()
+    max_abs = float(err.max())
+    rel = err / mag.clamp_min(1e-12)
+    max_rel = float(rel[finite].max()) if bool(finite.any()) else 0.0
+    bad = err > atol + rtol * mag
+    if bool(bad.any()):
+        return _mismatch(label, bad, r, c, f"allowed atol={atol:g} rtol={rtol:g}",
+                         max_abs, max_rel)
+    return Comparison(True, max_abs_err=max_abs, max_rel_err=max_rel)
+
+
+def _mismatch(label: str, bad: Any, r: Any, c: Any, why: str, max_abs: float,
+              max_rel: float) -> Comparison:
+    import torch
+
+    flat = int(torch.nonzero(bad.reshape(-1))[0])
+    index = list(torch.unravel_index(torch.tensor(flat), tuple(r.shape))) if r.dim() else []
+    idx = "[" + ", ".join(str(int(i)) for i in index) + "]"
+    got, want = c.reshape(-1)[flat].item(), r.reshape(-1)[flat].item()
+    count, total = int(bad.sum()), bad.numel()
+    first = f"first mismatch at {idx}: expected {want:.6g}, got {got:.6g}" if isinstance(
+        want, float) else f"first mismatch at {idx}: expected {want}, got {got}"
+    reason = (f"{label} differs from the reference in {count} of {total} elements "
+              f"({why}; max abs err {max_abs:.3g}, max rel err {max_rel:.3g}); {first}")
+    return Comparison(False, reason, max_abs, max_rel, first)
+
+
+def _dt(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")

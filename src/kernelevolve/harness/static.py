@@ -1,0 +1,99 @@
+"""Static gate: the candidate parses, defines `ModelNew`, and uses a language the platform runs.
+
+Runs in the driver on the source text only (nothing is imported or executed). The integrity
+rules (forbidden calls and attributes) live in harness/static_rules.py and are applied here.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StaticReport:
+    ok: bool
+    reason: str = ""
+    language: str = "python"
+    findings: list[str] = field(default_factory=list)
+
+
+def detect_language(tree: ast.AST, platform: str) -> str:
+    imports_triton = calls_cpp = calls_inline = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports_triton |= any(a.name.split(".")[0] == "triton" for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imports_triton |= node.module.split(".")[0] == "triton"
+        elif isinstance(node, ast.Call):
+            name = _call_name(node.func)
+            calls_cpp |= name == "load_cpp"
+            calls_inline |= name in ("load_inline", "load")  and _mentions_cpp_extension(tree)
+    if imports_triton:
+        return "triton"
+    if calls_inline:
+        return "hip" if platform == "rocm" else "cuda-cpp"
+    if calls_cpp:
+        return "cpp"
+    return "python"
+
+
+def _call_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _mentions_cpp_extension(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and "cpp_extension" in node.module:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "cpp_extension":
+            return True
+    return False
+
+
+def defines_model_new(tree: ast.Module) -> bool:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in targets):
+                return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name) == "ModelNew" for a in node.names):
+                return True
+    return False
+
+
+def syntax_error_text(exc: SyntaxError, filename: str) -> str:
+    line = (exc.text or "").rstrip("\n")
+    caret = " " * max((exc.offset or 1) - 1, 0) + "^"
+    where = f"{filename}, line {exc.lineno}"
+    return f"syntax error at {where}: {exc.msg}\n    {line}\n    {caret}"
+
+
+def check_static(source: str, filename: str, platform: str, languages: tuple[str, ...],
+                 rules: bool = True) -> StaticReport:
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return StaticReport(False, syntax_error_text(exc, filename))
+    if not defines_model_new(tree):
+        return StaticReport(False, "the candidate defines no `ModelNew` at module level; define "
+                                   "`class ModelNew(nn.Module)` with Model's constructor and "
+                                   "forward signature")
+    language = detect_language(tree, platform)
+    if language not in languages:
+        return StaticReport(False, f"{language} candidates cannot run on the {platform} "
+                                   f"platform (it runs: {', '.join(languages)})", language)
+    if rules:
+        from kernelevolve.harness.static_rules import find_violations
+
+        findings = find_violations(tree, source, filename)
+        if findings:
+            return StaticReport(False, "forbidden construct(s):\n" + "\n".join(findings[:8]),
+                                language, findings)
+    return StaticReport(True, "", language)

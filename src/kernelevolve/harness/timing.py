@@ -1,0 +1,72 @@
+"""The timing protocol, worker side, and the statistics over its samples.
+
+Reference and candidate are timed in the same process, interleaved (alternating which goes
+first, to cancel drift), after warm-up, on rotating input sets (so caching an output for one
+input does not pay), until both a minimum count and a minimum time are reached.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from kernelevolve.types import TimingStats
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    warmup: int = 3            # calls per function before any sample is kept
+    min_reps: int = 15         # samples per function, at least
+    min_time_s: float = 0.2    # measured time per function, at least
+    max_time_s: float = 3.0    # wall budget per case; stops early even if min_time not reached
+
+
+def interleaved(fns: Sequence[Callable[..., Any]], sets: Sequence[list[Any]], timer,
+                policy: TimingPolicy) -> list[list[float]]:
+    """Time each function on rotating input sets; returns samples (ms) per function."""
+    for _ in range(policy.warmup):
+        for i, fn in enumerate(fns):
+            fn(*sets[i % len(sets)])
+    samples: list[list[float]] = [[] for _ in fns]
+    start = time.monotonic()
+    rep = 0
+    while True:
+        args = sets[rep % len(sets)]
+        order = range(len(fns)) if rep % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
+            samples[i].append(timer.time_ms(fns[i], args))
+        rep += 1
+        enough = rep >= policy.min_reps and all(sum(s) >= policy.min_time_s * 1e3 for s in samples)
+        if enough or (rep >= 3 and time.monotonic() - start >= policy.max_time_s):
+            return samples
+
+
+def summarize(samples: Sequence[float]) -> TimingStats:
+    import numpy as np
+
+    arr = np.asarray(samples, dtype=np.float64)
+    q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    return TimingStats(median_ms=float(med), q1_ms=float(q1), q3_ms=float(q3),
+                       min_ms=float(arr.min()), n=int(arr.size))
+
+
+def speedup_interval(ref: Sequence[float], cand: Sequence[float], *, resamples: int = 1000,
+                     seed: int = 0) -> tuple[float, float]:
+    """Bootstrap 95% interval of median(ref)/median(cand), resampling the paired repetitions."""
+    import numpy as np
+
+    r = np.asarray(ref, dtype=np.float64)
+    c = np.asarray(cand, dtype=np.float64)
+    n = min(r.size, c.size)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    ratios = np.median(r[:n][idx], axis=1) / np.median(c[:n][idx], axis=1)
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def weighted_geomean(values: Sequence[float], weights: Sequence[float]) -> float:
+    import math
+
+    total = sum(weights)
+    return math.exp(sum(w * math.log(v) for v, w in zip(values, weights)) / total)

@@ -1,0 +1,63 @@
+"""Every environment variable kernelevolve reads, in one typed place.
+
+Tests change knobs with `knobs.override(...)`, which restores the previous values on exit.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Iterator
+
+
+def _get(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def cache_dir() -> Path:
+    """Compiled-kernel cache (g++ outputs), shared across runs. KERNELEVOLVE_CACHE_DIR."""
+    base = _get("KERNELEVOLVE_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = _get("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+    return Path(xdg) / "kernelevolve"
+
+
+def sandbox_mode() -> str:
+    """How workers are isolated: auto (bwrap, else unshare, else none), bwrap, unshare, none."""
+    return (_get("KERNELEVOLVE_SANDBOX", "auto") or "auto").lower()
+
+
+def cxx() -> str:
+    """The C++ compiler used by `load_cpp`. CXX, default g++."""
+    return _get("CXX", "g++") or "g++"
+
+
+def worker_threads() -> int | None:
+    """Threads a worker may use (torch and OpenMP). KERNELEVOLVE_THREADS; default: all CPUs."""
+    value = _get("KERNELEVOLVE_THREADS")
+    return int(value) if value else None
+
+
+def triton_interpret() -> bool:
+    return _get("TRITON_INTERPRET", "0") not in ("0", "false", "False")
+
+
+@contextlib.contextmanager
+def override(**values: str | None) -> Iterator[None]:
+    """Set (or, with None, unset) environment variables for the duration of a block."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = str(value)
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -1,0 +1,116 @@
+"""What a platform must provide: device, languages, worker environment, timer and fingerprint.
+
+A platform is a module `kernelevolve/platforms/<name>.py` defining exactly one `Platform`
+subclass; `platforms.get_platform(name)` finds it by that convention and checks the shape.
+Driver-side methods run in the trusted process; `setup_worker`, `make_timer` and `fingerprint`
+run inside the sandboxed worker (so they describe the machine that measured).
+"""
+from __future__ import annotations
+
+import os
+import platform as _pyplatform
+from typing import Any, Callable
+
+# SIMD and matrix flags worth recording; the full /proc/cpuinfo list is ~100 names of noise.
+_CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+              "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16",
+              "amx_int8", "asimd", "sve", "sve2")
+
+
+class Timer:
+    """Times one call on a device. `time_ms(fn, args)` returns milliseconds of device work."""
+
+    def time_ms(self, fn: Callable[..., Any], args: list[Any]) -> float:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Platform:
+    name: str = ""
+    device: str = "cpu"                 # torch device type the problem's tensors move to
+    languages: tuple[str, ...] = ()     # candidate languages this platform evaluates
+    measured_languages: tuple[str, ...] = ()  # languages it can also time for real
+    sandbox_devices: tuple[str, ...] = ()     # device nodes the sandbox must expose
+    limits_memory: bool = True          # whether RLIMIT_AS can be applied (not with GPU drivers)
+
+    # ---- driver side ---------------------------------------------------------------------
+    def unavailable_reason(self) -> str | None:
+        """None when usable here, else one line saying what is missing."""
+        return None
+
+    def worker_env(self, threads: int) -> dict[str, str]:
+        # PASSIVE: torch's OpenMP runtime and a candidate's (g++'s libgomp) share the cores; with
+        # the default spin-wait, each runtime's idle threads steal the other's cores during
+        # interleaved timing (seen: a 20k-element kernel at 8 ms instead of 0.02 ms).
+        return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+                "OMP_WAIT_POLICY": "PASSIVE"}
+
+    def preload(self) -> list[str]:
+        """Modules the worker server imports once before forking children."""
+        return ["torch", "numpy"]
+
+    def measures(self, language: str) -> bool:
+        return language in self.measured_languages
+
+    # ---- worker side ---------------------------------------------------------------------
+    def setup_worker(self, threads: int) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+    def make_timer(self) -> Timer:  # pragma: no cover - each platform provides one
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        pass
+
+    def fingerprint(self, threads: int) -> dict[str, Any]:
+        import torch
+
+        from kernelevolve.runtime.cpp import compiler_version
+
+        fp: dict[str, Any] = {
+            "platform": self.name,
+            "hostname": _pyplatform.node(),
+            "os": f"{_pyplatform.system()} {_pyplatform.release()}",
+            "python": _pyplatform.python_version(),
+            "torch": torch.__version__,
+            "triton": _triton_version(),
+            "cpu_model": _cpu_model(),
+            "cpu_flags": _cpu_flags(),
+            "cpu_count": os.cpu_count(),
+            "threads": threads,
+        }
+        try:
+            fp["cxx"] = compiler_version()
+        except Exception as exc:  # noqa: BLE001 - a missing compiler is a fact, not a crash
+            fp["cxx"] = f"unavailable ({exc})"
+        return fp
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton
+
+        return triton.__version__
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _cpuinfo_field(name: str) -> str | None:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.split(":")[0].strip() == name:
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _cpu_model() -> str:
+    return _cpuinfo_field("model name") or _pyplatform.processor() or _pyplatform.machine()
+
+
+def _cpu_flags() -> list[str]:
+    flags = set((_cpuinfo_field("flags") or _cpuinfo_field("Features") or "").split())
+    return [f for f in _CPU_FLAGS if f in flags]

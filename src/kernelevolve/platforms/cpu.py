@@ -1,0 +1,35 @@
+"""CPU: C++ candidates (load_cpp) timed for real; Triton checked under the interpreter only.
+
+The Triton interpreter is ~5000x slower than eager PyTorch, so a Triton candidate on CPU is
+reported accepted-but-unmeasured (speedup null) instead of with a meaningless number.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from kernelevolve.platforms.base import Platform, Timer
+
+
+class CpuTimer(Timer):
+    def time_ms(self, fn: Callable[..., Any], args: list[Any]) -> float:
+        # CPU torch ops are synchronous, so the wall time of the call is the work's time.
+        start = time.perf_counter_ns()
+        fn(*args)
+        return (time.perf_counter_ns() - start) / 1e6
+
+
+class CpuPlatform(Platform):
+    name = "cpu"
+    device = "cpu"
+    languages = ("cpp", "triton", "python")
+    measured_languages = ("cpp", "python")
+
+    def worker_env(self, threads: int) -> dict[str, str]:
+        return {**super().worker_env(threads), "TRITON_INTERPRET": "1"}
+
+    def preload(self) -> list[str]:
+        return [*super().preload(), "triton"]
+
+    def make_timer(self) -> Timer:
+        return CpuTimer()

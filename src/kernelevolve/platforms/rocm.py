@@ -1,0 +1,45 @@
+"""AMD ROCm: Triton and HIP candidates. torch exposes HIP devices through the `cuda` API, so
+timing (events, L2 flush, device-wide synchronise) is the CUDA platform's."""
+from __future__ import annotations
+
+import glob
+from typing import Any
+
+from kernelevolve.platforms.base import Platform
+from kernelevolve.platforms.cuda import CudaPlatform, EventTimer, _tool_version
+
+
+class RocmPlatform(Platform):
+    name = "rocm"
+    device = "cuda"  # torch's device type for HIP tensors
+    languages = ("triton", "hip", "python")
+    measured_languages = ("triton", "hip", "python")
+    sandbox_devices = ("/dev/kfd", "/dev/dri", *sorted(glob.glob("/dev/dri/renderD*")))
+    limits_memory = False
+
+    def unavailable_reason(self) -> str | None:
+        import torch
+
+        if not (getattr(torch.version, "hip", None) and torch.cuda.is_available()):
+            return ("no ROCm device is visible to torch here (torch "
+                    f"{torch.__version__}); use --platform cpu")
+        return None
+
+    def preload(self) -> list[str]:
+        return [*super().preload(), "triton"]
+
+    setup_worker = CudaPlatform.setup_worker
+    synchronize = CudaPlatform.synchronize
+
+    def make_timer(self) -> EventTimer:
+        return EventTimer()
+
+    def fingerprint(self, threads: int) -> dict[str, Any]:
+        import torch
+
+        fp = super().fingerprint(threads)
+        count = torch.cuda.device_count()
+        fp.update(device_count=count,
+                  devices=[torch.cuda.get_device_name(i) for i in range(count)],
+                  hip=torch.version.hip, hipcc=_tool_version("hipcc"))
+        return fp

@@ -1,0 +1,119 @@
+"""Plain data types that cross process boundaries: JSON-able, picklable, no tensors, no torch import.
+
+`EvalResult` is the harness's verdict on one candidate. Field names are the JSON contract that
+`kernelevolve eval --json` writes and later issues (search, store, registry) read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+# Gate order. A rejected result names the stage that rejected it; an accepted one says "accepted".
+STAGES = ("static", "load", "run", "correctness", "integrity", "timing", "accepted")
+
+
+@dataclass
+class TimingStats:
+    """Summary of one timed function on one case, in milliseconds."""
+
+    median_ms: float
+    q1_ms: float
+    q3_ms: float
+    min_ms: float
+    n: int
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+
+@dataclass
+class CaseResult:
+    name: str
+    weight: float
+    correct: bool | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mismatch: str | None = None          # first mismatch, human-readable
+    ref_ms: float | None = None          # eager reference median
+    cand_ms: float | None = None         # candidate median
+    compile_ms: float | None = None      # torch.compile(reference) median, with --baseline compile
+    speedup: float | None = None         # ref_ms / cand_ms
+    speedup_ci: tuple[float, float] | None = None  # bootstrap 95% interval of the speedup
+    ref_timing: TimingStats | None = None
+    cand_timing: TimingStats | None = None
+    compile_timing: TimingStats | None = None
+    held_out: bool = False               # derived by the harness, not declared by the problem
+
+
+@dataclass
+class SandboxFacts:
+    """What isolation a worker actually had; reported with every result."""
+
+    method: str = "none"                 # bwrap | unshare | none
+    network_isolated: bool = False
+    filesystem_readonly: bool = False    # everything outside scratch and cache read-only
+    memory_limit_bytes: int | None = None
+    cpu_limit_s: int | None = None
+    env_scrubbed: bool = False
+    scrubbed_vars: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EvalResult:
+    accepted: bool
+    stage: str
+    reason: str
+    speedup: float | None = None
+    fitness: float = 0.0
+    measured: bool = False               # False when the platform cannot time this language
+    compile_speedup: float | None = None  # candidate vs torch.compile, with --baseline compile
+    cases: list[CaseResult] = field(default_factory=list)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    sandbox: SandboxFacts = field(default_factory=SandboxFacts)
+    platform: str = "cpu"
+    language: str = "unknown"
+    problem: str = ""
+    candidate: str = ""
+    source_hash: str = ""
+    baseline: str = "eager"
+    wall_s: float = 0.0                  # total wall time of the evaluation
+    measured_s: float = 0.0              # time spent inside timed reference and candidate runs
+    integrity: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"unknown stage {self.stage!r}; expected one of {STAGES}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EvalResult":
+        data = dict(data)
+        cases = []
+        for c in data.pop("cases", []):
+            c = dict(c)
+            for key in ("ref_timing", "cand_timing", "compile_timing"):
+                if c.get(key) is not None:
+                    c[key] = TimingStats(**c[key])
+            if c.get("speedup_ci") is not None:
+                c["speedup_ci"] = tuple(c["speedup_ci"])
+            cases.append(CaseResult(**c))
+        sandbox = SandboxFacts(**data.pop("sandbox", {}))
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(cases=cases, sandbox=sandbox, **{k: v for k, v in data.items() if k in known})
+
+
+def _clean(value: Any) -> Any:
+    """Make a value strict-JSON safe: non-finite floats become None, tuples become lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
