@@ -17,7 +17,8 @@ from kernelevolve.types import TimingStats
 class TimingPolicy:
     warmup: int = 3            # calls per function before any sample is kept
     min_reps: int = 15         # samples per function, at least
-    min_time_s: float = 0.2    # measured time per function, at least
+    max_reps: int = 1000       # beyond this a median moves less than the machine's noise
+    min_time_s: float = 0.3    # wall time spent timing a case, at least
     max_time_s: float = 3.0    # wall budget per case; stops early even if min_time not reached
 
 
@@ -36,8 +37,9 @@ def interleaved(fns: Sequence[Callable[..., Any]], sets: Sequence[list[Any]], ti
         for i in order:
             samples[i].append(timer.time_ms(fns[i], args))
         rep += 1
-        enough = rep >= policy.min_reps and all(sum(s) >= policy.min_time_s * 1e3 for s in samples)
-        if enough or (rep >= 3 and time.monotonic() - start >= policy.max_time_s):
+        elapsed = time.monotonic() - start
+        enough = rep >= policy.min_reps and elapsed >= policy.min_time_s
+        if enough or rep >= policy.max_reps or (rep >= 3 and elapsed >= policy.max_time_s):
             return samples
 
 

@@ -1,6 +1,9 @@
 """Rich tables for evaluation results."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -14,24 +17,22 @@ def _fmt(value: float | None, spec: str = ".4g", unit: str = "") -> str:
 
 def case_table(result: EvalResult) -> Table:
     show_compile = any(c.compile_ms is not None for c in result.cases)
-    table = Table(title=f"{result.problem.split('/')[-2] if '/' in result.problem else result.problem}"
-                        f" · {result.platform} · {result.language}", title_justify="left")
-    for col in ("case", "weight", "correct", "max abs err", "max rel err", "eager ms"):
-        table.add_column(col, justify="left" if col == "case" else "right")
-    if show_compile:
-        table.add_column("compile ms", justify="right")
-    table.add_column("candidate ms", justify="right")
-    table.add_column("speedup (95% CI)", justify="right")
+    title = Path(result.problem).parent.name if Path(result.problem).stem == "problem" \
+        else Path(result.problem).stem
+    table = Table(title=f"{title} · {result.platform} · {result.language}", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    table.add_column("case", overflow="fold")
+    for col in ("w", "ok", "abs err", "rel err", "eager ms", *(["compile ms"] if show_compile
+                else []), "cand ms", "speedup", "95% CI"):
+        table.add_column(col, justify="right", no_wrap=True)
     for c in result.cases:
         correct = {True: Text("yes", "green"), False: Text("NO", "bold red"), None: Text("-")}[c.correct]
-        speed = "-" if c.speedup is None else f"{c.speedup:.2f}x"
-        if c.speedup_ci:
-            speed += f" [{c.speedup_ci[0]:.2f}, {c.speedup_ci[1]:.2f}]"
+        ci = f"{c.speedup_ci[0]:.2f}-{c.speedup_ci[1]:.2f}" if c.speedup_ci else "-"
         row = [c.name + (" (held out)" if c.held_out else ""), f"{c.weight:g}", correct,
-               _fmt(c.max_abs_err, ".2e"), _fmt(c.max_rel_err, ".2e"), _fmt(c.ref_ms, ".4f")]
+               _fmt(c.max_abs_err, ".1e"), _fmt(c.max_rel_err, ".1e"), _fmt(c.ref_ms, ".3f")]
         if show_compile:
-            row.append(_fmt(c.compile_ms, ".4f"))
-        row += [_fmt(c.cand_ms, ".4f"), speed]
+            row.append(_fmt(c.compile_ms, ".3f"))
+        row += [_fmt(c.cand_ms, ".3f"), _fmt(c.speedup, ".2f", "x"), ci]
         table.add_row(*row)
     return table
 
@@ -53,6 +54,8 @@ def verdict_text(result: EvalResult) -> Text:
 
 def print_result(result: EvalResult, console: Console | None = None) -> None:
     console = console or Console()
+    if not console.is_terminal and console.width < 120:
+        console.width = 120  # logs and pipes: no terminal to fit, keep the table unsquashed
     if result.stage != "static":
         console.print(case_table(result))
     console.print(verdict_text(result))

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install everything kernelevolve needs on a fresh Debian/Ubuntu machine, idempotently:
+# system packages (g++ for load_cpp, bubblewrap for the worker sandbox), then torch pinned
+# BEFORE anything else (an unpinned torch, even one pulled in by another package, downloads a
+# multi-GB CUDA build), then this package with its triton and test extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+if [ ${#need[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "installing system packages: ${need[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "warning: please install ${need[*]} with your system's package manager" >&2
+  fi
+fi
+
+PY="${PYTHON:-python3}"
+if ! "$PY" -c "import torch" >/dev/null 2>&1; then
+  echo "installing torch 2.13.0 (CPU) and the matching triton 3.7.1"
+  "$PY" -m pip install -q "torch==2.13.0" "triton==3.7.1"
+fi
+"$PY" -m pip install -q -e ".[triton,test]"
+echo "kernelevolve installed: $("$PY" -c 'import kernelevolve; print(kernelevolve.__version__)')"

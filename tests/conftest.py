@@ -1,0 +1,52 @@
+"""Shared fixtures: one warm sandboxed evaluator per session (starting one costs ~1.5 s)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+CORPUS = Path(__file__).resolve().parent / "corpus"
+PROBLEMS = Path(__file__).resolve().parent / "problems"
+
+# Short stage timeouts so the hang tests finish quickly; generous enough for a loaded CI box.
+TEST_STAGE_TIMEOUTS = {"start": 60, "problem": 120, "load": 120, "run": 10, "compile": 600,
+                       "timing": 120}
+
+
+def example(name: str) -> Path:
+    return EXAMPLES / name / "problem.py"
+
+
+@pytest.fixture(scope="session")
+def evaluator():
+    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.pool import Limits
+    from kernelevolve.harness.timing import TimingPolicy
+
+    options = EvalOptions(timing=TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=1.0))
+    ev = Evaluator("cpu", limits=Limits(stage_timeouts=dict(TEST_STAGE_TIMEOUTS)), options=options)
+    yield ev
+    ev.close()
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write a file under tmp_path and return its path."""
+    def _write(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+    return _write
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600):
+    import subprocess
+
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "kernelevolve.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env=full_env, timeout=timeout)

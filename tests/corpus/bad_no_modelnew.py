@@ -1,0 +1,11 @@
+# problem: softmax
+# expect: static
+# reason: ModelNew
+"""Defines the wrong class name."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)

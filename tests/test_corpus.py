@@ -1,0 +1,53 @@
+"""Every corpus candidate goes through the real harness; each must end where its header says."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, example
+
+_HEADER = re.compile(r"^# (problem|expect|reason|runtime|runtime_reason): (.*)$")
+
+
+def header(path: Path) -> dict[str, str]:
+    fields = {}
+    for line in path.read_text().splitlines():
+        m = _HEADER.match(line)
+        if not m:
+            break
+        fields[m.group(1)] = m.group(2).strip()
+    assert {"problem", "expect"} <= set(fields), f"{path.name}: corpus header incomplete"
+    return fields
+
+
+CANDIDATES = sorted(p for p in CORPUS.glob("*.py"))
+
+
+def _check(result, stage: str, reason: str | None, name: str) -> None:
+    assert result.stage == stage, f"{name}: expected stage {stage}, got {result.stage}: {result.reason}"
+    assert result.accepted == (stage == "accepted"), name
+    if reason:
+        assert reason.lower() in result.reason.lower(), f"{name}: reason lacks {reason!r}: {result.reason}"
+    if stage != "accepted":
+        assert result.fitness == 0.0
+
+
+@pytest.mark.parametrize("path", CANDIDATES, ids=[p.stem for p in CANDIDATES])
+def test_corpus_candidate(evaluator, path):
+    fields = header(path)
+    result = evaluator.evaluate(example(fields["problem"]), path)
+    _check(result, fields["expect"], fields.get("reason"), path.name)
+    if "runtime" in fields:
+        opts = replace(evaluator.options, static_rules=False)
+        result = evaluator.evaluate(example(fields["problem"]), path, options=opts)
+        _check(result, fields["runtime"], fields.get("runtime_reason"), path.name + " (runtime)")
+
+
+def test_pool_usable_after_corpus(evaluator):
+    """After crashes, hangs, exits and memory hogs, the same pool still accepts a good kernel."""
+    result = evaluator.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py")
+    assert result.accepted, result.reason
+    assert all(w.alive for w in evaluator.pool.workers)
