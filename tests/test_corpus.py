@@ -26,23 +26,30 @@ def header(path: Path) -> dict[str, str]:
 CANDIDATES = sorted(p for p in CORPUS.glob("*.py"))
 
 
+def problem_path(value: str) -> Path:
+    """`softmax` names an example; `problems/x.py` is a path under tests/."""
+    return CORPUS.parent / value if value.endswith(".py") else example(value)
+
+
 def _check(result, stage: str, reason: str | None, name: str) -> None:
-    assert result.stage == stage, f"{name}: expected stage {stage}, got {result.stage}: {result.reason}"
-    assert result.accepted == (stage == "accepted"), name
+    stages = stage.split("|")
+    assert result.stage in stages, f"{name}: expected stage {stage}, got {result.stage}: {result.reason}"
+    assert result.accepted == (result.stage == "accepted"), name
     if reason:
-        assert reason.lower() in result.reason.lower(), f"{name}: reason lacks {reason!r}: {result.reason}"
-    if stage != "accepted":
+        assert any(r.strip().lower() in result.reason.lower() for r in reason.split("|")), \
+            f"{name}: reason lacks {reason!r}: {result.reason}"
+    if result.stage != "accepted":
         assert result.fitness == 0.0
 
 
 @pytest.mark.parametrize("path", CANDIDATES, ids=[p.stem for p in CANDIDATES])
 def test_corpus_candidate(evaluator, path):
     fields = header(path)
-    result = evaluator.evaluate(example(fields["problem"]), path)
+    result = evaluator.evaluate(problem_path(fields["problem"]), path)
     _check(result, fields["expect"], fields.get("reason"), path.name)
     if "runtime" in fields:
         opts = replace(evaluator.options, static_rules=False)
-        result = evaluator.evaluate(example(fields["problem"]), path, options=opts)
+        result = evaluator.evaluate(problem_path(fields["problem"]), path, options=opts)
         _check(result, fields["runtime"], fields.get("runtime_reason"), path.name + " (runtime)")
 
 

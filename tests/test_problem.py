@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from conftest import EXAMPLES, PROBLEMS, example
+from conftest import PROBLEMS, example
 from kernelevolve.errors import ProblemError
 from kernelevolve.problem import Case, CaseBinder, load_problem
 

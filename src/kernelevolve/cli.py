@@ -39,15 +39,22 @@ def eval_cmd(
     seed: Optional[int] = typer.Option(None, help="Seed for input generation (default: fresh)."),
     baseline: str = typer.Option("eager", help="eager, or compile to also time torch.compile."),
     sandbox: Optional[str] = typer.Option(None, help="auto, bwrap, unshare or none."),
+    allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel",
+                                         help="Accept candidates that launch no custom kernel."),
+    strict: bool = typer.Option(False, "--strict",
+                                help="Reject any ATen compute op inside the candidate's forward."),
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
     from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.integrity import IntegrityPolicy
     from kernelevolve.problem import load_problem
     from kernelevolve.report.table import print_result
 
     console = Console()
     with _user_errors():
-        options = EvalOptions(trials=trials, seed=seed, baseline=baseline)
+        options = EvalOptions(trials=trials, seed=seed, baseline=baseline,
+                              integrity=IntegrityPolicy(allow_no_kernel=allow_no_kernel,
+                                                        strict=strict))
         options.validate()
         if not candidate.is_file():
             raise KernelevolveError(f"{candidate}: no such candidate file; pass the path of a .py "

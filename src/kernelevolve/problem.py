@@ -168,3 +168,26 @@ class CaseBinder:
 
 def _ident(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text)
+
+
+def _effective_sizes(problem: Problem, case: Case) -> dict[str, int]:
+    merged = {**problem.size_globals, **case.bindings}
+    return {k: v for k, v in merged.items() if type(v) is int and k in problem.size_globals}
+
+
+def derive_held_out(problem: Problem) -> Case | None:
+    """A shape the candidate has not been told about, when the problem declares no odd one.
+
+    Kernels that hard-code a shape or skip the remainder loop pass every size that is a
+    multiple of their vector width. When no case has an odd size (>= 8), take the first case
+    and make each even size >= 8 odd (n -> n - 1); the harness checks correctness on it (not
+    timed, not weighted). If the reference cannot run that shape, the case is dropped.
+    """
+    if any(v % 2 for case in problem.cases for v in _effective_sizes(problem, case).values()
+           if v >= 8):
+        return None
+    base = problem.cases[0]
+    odd = {k: v - 1 for k, v in _effective_sizes(problem, base).items() if v >= 8 and v % 2 == 0}
+    if not odd:
+        return None
+    return Case(name="held_out_odd", weight=0.0, bindings={**base.bindings, **odd}, held_out=True)

@@ -15,12 +15,14 @@ from typing import Any, Callable
 
 from kernelevolve.errors import CandidateError, PlatformError, ProblemError, UsageError
 from kernelevolve.harness.compare import compare_outputs
+from kernelevolve.harness.integrity import (IntegrityPolicy, fallback_problem, launch_problem,
+                                            neutered_problem, norm_ratio_problem, timing_problem)
 from kernelevolve.harness.pool import JobOutcome, Limits, WorkerPool
 from kernelevolve.harness.static import check_static
 from kernelevolve.harness.timing import (TimingPolicy, speedup_interval, summarize,
                                          weighted_geomean)
 from kernelevolve.platforms import get_platform
-from kernelevolve.problem import Problem, load_problem
+from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
 from kernelevolve.types import CaseResult, EvalResult
 
 BASELINES = ("eager", "compile")
@@ -35,6 +37,8 @@ class EvalOptions:
     baseline: str = "eager"
     static_rules: bool = True       # tests turn the static integrity rules off to prove that
                                     # the runtime defences hold on their own
+    held_out: bool = True           # derive an odd-sized case when the problem declares none
+    integrity: IntegrityPolicy = field(default_factory=IntegrityPolicy)
     timing: TimingPolicy = field(default_factory=TimingPolicy)
 
     def validate(self) -> None:
@@ -88,8 +92,7 @@ class Evaluator:
                             problem=prob.path, candidate=str(cand_path.resolve()),
                             source_hash=hashlib.sha256(source.encode()).hexdigest(),
                             baseline=opts.baseline,
-                            cases=[CaseResult(c.name, c.weight, held_out=c.held_out)
-                                   for c in prob.cases])
+                            cases=[CaseResult(c.name, c.weight) for c in prob.cases])
         run = _Run(self, prob, cand_path, opts, result, say)
         try:
             run.execute(source)
@@ -104,16 +107,25 @@ class _Run:
     def __init__(self, ev: Evaluator, prob: Problem, cand: Path, opts: EvalOptions,
                  result: EvalResult, say: Callable[[str], None]):
         self.ev, self.prob, self.cand, self.opts, self.result, self.say = ev, prob, cand, opts, result, say
-        rng = random.Random(opts.seed) if opts.seed is not None else random.SystemRandom()
-        draw = lambda n: {c.name: [rng.randrange(1, 2**31) for _ in range(n)] for c in prob.cases}  # noqa: E731
-        self.init_seed = rng.randrange(1, 2**31)
-        self.seeds = draw(opts.trials)
-        self.post_seeds = draw(opts.post_trials)
-        self.timing_seeds = draw(opts.timing_sets)
-        self.params = {"problem": prob.path, "candidate": str(cand.resolve()),
-                       "init_seed": self.init_seed,
-                       "cases": [{"name": c.name, "weight": c.weight, "bindings": c.bindings}
-                                 for c in prob.cases]}
+        self.rng = random.Random(opts.seed) if opts.seed is not None else random.SystemRandom()
+        self.cases = list(prob.cases)
+        held = derive_held_out(prob) if opts.held_out else None
+        if held is not None:
+            self.cases.append(held)
+        self.init_seed = self.rng.randrange(1, 2**31)
+        self.seeds = self._draw(opts.trials)
+        self.post_seeds = self._draw(opts.post_trials)
+        self.neuter_seeds = {name: seeds[0] for name, seeds in self._draw(1).items()}
+
+    def _draw(self, n: int, cases: list[Case] | None = None) -> dict[str, list[int]]:
+        return {c.name: [self.rng.randrange(1, 2**31) for _ in range(n)]
+                for c in (cases or self.cases)}
+
+    def _params(self, cases: list[Case]) -> dict[str, Any]:
+        return {"problem": self.prob.path, "candidate": str(self.cand.resolve()),
+                "init_seed": self.init_seed,
+                "cases": [{"name": c.name, "weight": c.weight, "bindings": c.bindings,
+                           "held_out": c.held_out} for c in cases]}
 
     def reject(self, stage: str, reason: str) -> None:
         self.result.accepted, self.result.stage, self.result.reason = False, stage, reason
@@ -130,46 +142,52 @@ class _Run:
         result.fingerprint = ev.pool.fingerprint()
         result.sandbox = ev.pool.sandbox_facts
         self.say("reference outputs")
-        reference = self._reference()
+        self.reference = self._reference()
         self.say("candidate outputs")
-        check = ev.pool.run("check", {**self.params, "seeds": self.seeds})
+        check = ev.pool.run("check", {**self._params(self.cases), "seeds": self.seeds,
+                                      "neuter_seeds": self.neuter_seeds})
         if check.status != "ok":
             return self.reject(*self._failure(check))
+        cases = check.result["cases"]
         self.say("correctness")
-        if not self._correct(check.result["cases"], reference, self.seeds, "correctness",
-                             record=True):
+        if not self._correct(cases, "outputs", self.seeds, 0, record=True):
+            return
+        self.say("integrity")
+        if not self._integrity(cases):
             return
         if not ev.platform.measures(result.language):
             result.accepted, result.stage, result.measured = True, "accepted", False
             result.speedup, result.fitness = None, None
-            result.reason = (f"accepted: correct on {len(self.prob.cases)} case(s) x "
+            result.reason = (f"accepted: correct on {len(self.cases)} case(s) x "
                              f"{self.opts.trials} trials; not timed, since the "
                              f"{ev.platform.name} platform cannot time {result.language} "
                              "candidates for real (Triton runs in the interpreter on CPU)")
             return
         self.say("timing")
-        measure = ev.pool.run("measure", {**self.params, "seeds": self.post_seeds,
-                                          "timing_seeds": self.timing_seeds,
-                                          "timing": asdict(self.opts.timing),
-                                          "baseline": self.opts.baseline})
-        if measure.status != "ok":
-            stage, reason = self._failure(measure)
-            return self.reject("timing" if stage in ("load", "run") else stage, reason)
-        cases = measure.result["cases"]
-        if not self._correct(cases, reference, self.post_seeds, "correctness", record=False,
-                             when="on fresh inputs after timing"):
+        timed = self._measure()
+        if timed is None:
             return
-        self._score(cases)
+        self._score(timed)
+        if result.speedup is not None and result.speedup > self.opts.integrity.recheck_speedup:
+            self._recheck(timed)
 
     # ---- gates ---------------------------------------------------------------------------------
     def _reference(self) -> dict[str, Any]:
-        seeds = {name: self.seeds[name] + self.post_seeds[name] for name in self.seeds}
-        out = self.ev.pool.run("reference", {**self.params, "seeds": seeds})
-        if out.status == "ok":
-            return out.result["cases"]
+        seeds = {name: self.seeds[name] + self.post_seeds[name] + [self.neuter_seeds[name]]
+                 for name in self.seeds}
+        out = self.ev.pool.run("reference", {**self._params(self.cases), "seeds": seeds})
         if out.status == "failed":
             raise ProblemError(self.prob.path, out.result["reason"].splitlines()[0])
-        raise ProblemError(self.prob.path, "running the reference failed: " + out.describe())
+        if out.status != "ok":
+            raise ProblemError(self.prob.path, "running the reference failed: " + out.describe())
+        ref = out.result["cases"]
+        skipped = [c for c in self.cases if "skipped" in ref.get(c.name, {})]
+        for case in skipped:
+            self.result.integrity.setdefault("held_out_skipped", {})[case.name] = \
+                ref[case.name]["skipped"]
+        self.cases = [c for c in self.cases if c not in skipped]
+        self.result.cases = [CaseResult(c.name, c.weight, held_out=c.held_out) for c in self.cases]
+        return ref
 
     def _failure(self, out: JobOutcome) -> tuple[str, str]:
         if out.status == "failed":
@@ -184,19 +202,17 @@ class _Run:
             reason += "\nlast output:\n" + "\n".join(tail.splitlines()[-8:])
         return stage, reason
 
-    def _correct(self, cases: dict[str, Any], reference: dict[str, Any],
-                 seeds: dict[str, list[int]], stage: str, record: bool, when: str = "") -> bool:
-        offset = 0 if seeds is self.seeds else self.opts.trials
-        for case_result, case in zip(self.result.cases, self.prob.cases):
-            ref, got = reference[case.name], cases[case.name]
+    def _correct(self, cases: dict[str, Any], key: str, seeds: dict[str, list[int]],
+                 offset: int, record: bool, when: str = "") -> bool:
+        for case_result, case in zip(self.result.cases, self.cases):
+            ref, got = self.reference[case.name], cases[case.name]
             n = len(seeds[case.name])
-            ref_digests = ref["digests"][offset:offset + n]
-            if got["digests"] != ref_digests:
+            if got["digests"] != ref["digests"][offset:offset + n]:
                 raise ProblemError(self.prob.path, f"get_inputs() is not deterministic under a "
                                                    f"fixed seed (case {case.name!r}); seed all "
                                                    "randomness through torch")
             for trial in range(n):
-                cmp = compare_outputs(ref["outputs"][offset + trial], got["outputs"][trial],
+                cmp = compare_outputs(ref["outputs"][offset + trial], got[key][trial],
                                       self.prob.tolerance)
                 if record:
                     case_result.max_abs_err = max(case_result.max_abs_err or 0.0, cmp.max_abs_err)
@@ -205,6 +221,7 @@ class _Run:
                     case_result.correct = False
                     case_result.mismatch = cmp.mismatch
                     where = f" {when}" if when else ""
+                    stage = "correctness" if key == "outputs" else "integrity"
                     self.reject(stage, f"wrong result on case {case.name!r} (trial {trial + 1} of "
                                        f"{n}){where}: {cmp.reason}")
                     return False
@@ -212,10 +229,84 @@ class _Run:
                 case_result.correct = True
         return True
 
+    def _integrity(self, cases: dict[str, Any]) -> bool:
+        policy = self.opts.integrity
+        if not self._correct(cases, "repeats", self.seeds, 0, record=False,
+                             when="when forward ran a second time on the same inputs"):
+            return False
+        facts = self.result.integrity
+        for case in self.cases:
+            ref, got = self.reference[case.name], cases[case.name]
+            facts.setdefault("launches", {})[case.name] = got["launches"]
+            facts.setdefault("candidate_ops", {})[case.name] = got["ops"]
+            facts.setdefault("reference_ops", {})[case.name] = ref["ops"]
+            n = len(self.seeds[case.name])
+            problems = [norm_ratio_problem(ref["outputs"][t], got["outputs"][t]) for t in range(n)]
+            problems += [launch_problem(case.name, got["launches"], policy),
+                         fallback_problem(case.name, ref["ops"], got["ops"], policy)]
+            if got["neuter_digest"] != ref["digests"][-1]:
+                raise ProblemError(self.prob.path, "get_inputs() is not deterministic under a "
+                                                   "fixed seed; seed all randomness through torch")
+            if not policy.allow_no_kernel:
+                problems.append(neutered_problem(case.name, ref["outputs"][-1], got["neutered"],
+                                                 self.prob.tolerance))
+            found = next((p for p in problems if p), None)
+            if found:
+                self.reject("integrity", found)
+                return False
+        return True
+
+    def _measure(self) -> dict[str, Any] | None:
+        timed_cases = [c for c in self.cases if not c.held_out]
+        measure = self.ev.pool.run("measure", {
+            **self._params(timed_cases), "seeds": self.post_seeds,
+            "timing_seeds": self._draw(self.opts.timing_sets, timed_cases),
+            "timing": asdict(self.opts.timing), "baseline": self.opts.baseline})
+        if measure.status != "ok":
+            stage, reason = self._failure(measure)
+            self.reject("timing" if stage in ("load", "run") else stage, reason)
+            return None
+        cases = measure.result["cases"]
+        if measure.result.get("compile_error"):
+            self.result.integrity["compile_baseline_error"] = measure.result["compile_error"]
+        for case in timed_cases:
+            problem = timing_problem(case.name, cases[case.name], measure.wall_s)
+            if problem:
+                self.reject("integrity", problem)
+                return None
+        saved_cases = self.cases
+        self.cases = timed_cases
+        try:
+            ok = self._correct(cases, "outputs", self.post_seeds, self.opts.trials, record=False,
+                               when="on fresh inputs after timing")
+        finally:
+            self.cases = saved_cases
+        return cases if ok else None
+
+    def _recheck(self, first: dict[str, Any]) -> None:
+        """A very large speedup counts only if an independent measurement reproduces it."""
+        result = self.result
+        claimed = result.speedup
+        self.say("re-measuring a large speedup")
+        second = self._measure()
+        if second is None:
+            return
+        self._score(second)
+        again = result.speedup
+        result.integrity["recheck"] = {"first": claimed, "second": again}
+        if again < claimed / 2:
+            self.reject("integrity", f"speedup not reproducible: {claimed:.2f}x, then "
+                                     f"{again:.2f}x in an independent measurement")
+            return
+        if again > claimed:  # keep the more conservative of the two
+            self._score(first)
+
     def _score(self, cases: dict[str, Any]) -> None:
         result = self.result
         speedups, weights, compile_speedups, measured_ms = [], [], [], 0.0
         for case_result in result.cases:
+            if case_result.held_out:
+                continue
             data = cases[case_result.name]
             ref, cand = summarize(data["ref_ms"]), summarize(data["cand_ms"])
             case_result.ref_timing, case_result.cand_timing = ref, cand
@@ -231,10 +322,10 @@ class _Run:
             speedups.append(case_result.speedup)
             weights.append(case_result.weight)
         result.measured = True
-        result.measured_s = measured_ms / 1e3
+        result.measured_s += measured_ms / 1e3
         result.speedup = weighted_geomean(speedups, weights)
-        if len(compile_speedups) == len(speedups):
-            result.compile_speedup = weighted_geomean(compile_speedups, weights)
+        result.compile_speedup = (weighted_geomean(compile_speedups, weights)
+                                  if len(compile_speedups) == len(speedups) else None)
         result.accepted, result.stage, result.fitness = True, "accepted", result.speedup
         result.reason = (f"accepted: {result.speedup:.3f}x weighted speedup over eager PyTorch "
                          f"across {len(speedups)} case(s)")
@@ -244,9 +335,11 @@ class _Run:
 
 def evaluate(problem: str | Path, candidate: str | Path, *, platform: str = "cpu",
              trials: int = 3, seed: int | None = None, baseline: str = "eager",
-             sandbox: str | None = None, limits: Limits | None = None) -> EvalResult:
+             sandbox: str | None = None, limits: Limits | None = None,
+             allow_no_kernel: bool = False, strict: bool = False) -> EvalResult:
     """Evaluate one candidate against one problem with a fresh worker pool."""
-    options = EvalOptions(trials=trials, seed=seed, baseline=baseline)
+    options = EvalOptions(trials=trials, seed=seed, baseline=baseline,
+                          integrity=IntegrityPolicy(allow_no_kernel=allow_no_kernel, strict=strict))
     options.validate()
     prob = load_problem(problem)
     with Evaluator(platform, options=options, sandbox_mode=sandbox, limits=limits) as ev:

@@ -128,39 +128,47 @@ def job_fingerprint(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
 
 
 def job_reference(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """Reference outputs (and the ATen compute ops the reference dispatches) per case."""
     import torch
+
+    from kernelevolve.harness.probe import OpRecorder
 
     progress.stage("problem")
     session = Session(req)
     result: dict[str, Any] = {}
+    held_out = {c["name"] for c in req["cases"] if c.get("held_out")}
     for case in session.cases:
-        seeds = req["seeds"][case.name]
         try:
             model = session.build(session.module.Model, case)
-            outputs, digests = [], []
+            outputs, digests, recorder = [], [], OpRecorder()
             with torch.no_grad():
-                for seed in seeds:
+                for i, seed in enumerate(req["seeds"][case.name]):
                     inputs = session.inputs(case, seed)
                     digests.append(digest(inputs))
-                    outputs.append(flatten_outputs(model(*inputs), "Model.forward"))
+                    if i == 0:
+                        with recorder:
+                            out = model(*inputs)
+                    else:
+                        out = model(*inputs)
+                    outputs.append(flatten_outputs(out, "Model.forward"))
             session.platform.synchronize()
-        except JobFailure as exc:
-            raise JobFailure("problem", f"case {case.name!r}: {exc.reason}") from None
         except Exception as exc:  # noqa: BLE001 - a broken reference is the problem's fault
-            raise JobFailure("problem", f"the reference raised on case {case.name!r}: "
-                                        f"{type(exc).__name__}: {exc}") from None
-        result[case.name] = {"outputs": outputs, "digests": digests}
+            if case.name in held_out:  # a derived shape the problem does not support: drop it
+                result[case.name] = {"skipped": f"{type(exc).__name__}: {exc}"}
+                continue
+            why = exc.reason if isinstance(exc, JobFailure) else f"{type(exc).__name__}: {exc}"
+            raise JobFailure("problem", f"the reference raised on case {case.name!r}: {why}") from None
+        result[case.name] = {"outputs": outputs, "digests": digests,
+                             "ops": recorder.compute_ops()}
     return {"ok": True, "cases": result}
 
 
 def _load_candidate(req: dict[str, Any], progress: Progress):
     progress.stage("load")
-    try:
-        from kernelevolve.runtime import triton_guard
-    except ImportError:  # pragma: no cover - triton_guard ships with the package
-        triton_guard = None
-    if triton_guard is not None:
-        triton_guard.install()
+    from kernelevolve.runtime import inline_guard, triton_guard
+
+    triton_guard.install()
+    inline_guard.install()
     path = req["candidate"]
     try:
         module = import_module(path, prefix="ke_candidate", wrap_errors=False)
@@ -188,32 +196,117 @@ def _run_candidate(model, inputs: list[Any], case: Case, trial: int, path: str, 
             out = model(*inputs)
         platform.synchronize()
     except Exception as exc:  # noqa: BLE001
-        raise JobFailure("run", f"forward raised on case {case.name!r} (trial {trial}):\n"
+        raise JobFailure("run", f"forward raised on case {case.name!r} (trial {trial + 1}):\n"
                          + format_exception(exc, path), case=case.name) from None
     return flatten_outputs(out, "ModelNew.forward")
 
 
+def _guard(snapshot, when: str) -> None:
+    changes = [c for c in snapshot.changes() if not _benign(c)]
+    if changes:
+        raise JobFailure("integrity", f"candidate code changed harness-visible state {when}: "
+                         + "; ".join(changes[:5]) + ". Candidates must not patch torch, timers, "
+                         "the problem module or global torch settings")
+
+
+def _benign(change: str) -> bool:
+    # torch.compile, used legitimately inside a candidate, installs its own wrappers once.
+    return change.startswith("torch.nn.Module.") and change.endswith("was replaced") and \
+        _replaced_by_torch_internals(change)
+
+
+def _replaced_by_torch_internals(change: str) -> bool:
+    import torch
+
+    name = change.split()[0].rsplit(".", 1)[1]
+    value = vars(torch.nn.Module).get(name)
+    return getattr(value, "__module__", "").startswith(("torch._dynamo", "torch._inductor"))
+
+
+def _probed_forward(model, inputs, case, trial, path, session, snapshot) -> dict[str, Any]:
+    """One forward under every probe: launches, ATen ops, mutation, outputs, state, threads."""
+    from kernelevolve.harness.probe import (OpRecorder, copy_inputs, mutated_inputs,
+                                            non_plain_outputs, python_threads)
+    from kernelevolve.runtime import launches
+
+    copies = copy_inputs(inputs)
+    threads = python_threads()
+    launches.reset_launch_counts()
+    recorder = OpRecorder()
+    with recorder:
+        outputs = _run_candidate(model, inputs, case, trial, path, session.platform)
+    counts = launches.launch_counts()
+    where = f"on case {case.name!r} (trial {trial + 1})"
+    bad = non_plain_outputs(outputs)
+    if bad:
+        raise JobFailure("integrity", f"{bad[0]} {where}; return materialised tensors, not "
+                                      "lazy or subclassed ones")
+    changed = mutated_inputs(inputs, copies)
+    if changed:
+        raise JobFailure("integrity", f"forward modified input(s) {changed} in place {where}; "
+                                      "inputs must be left untouched")
+    extra = python_threads() - threads
+    if extra:
+        raise JobFailure("integrity", f"forward left {len(extra)} new Python thread(s) running "
+                                      f"{where}; work must finish inside forward")
+    _guard(snapshot, f"during forward {where}")
+    return {"outputs": outputs, "launches": counts, "ops": recorder.compute_ops()}
+
+
 def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """Candidate outputs on the trial seeds, each forward run twice, under the probes."""
+    from kernelevolve.harness.probe import Snapshot, busy_background_threads
+    from kernelevolve.runtime import launches
+
     progress.stage("problem")
     session = Session(req)
     prepared = {c.name: [session.inputs(c, s) for s in req["seeds"][c.name]] for c in session.cases}
+    neuter = {c.name: session.inputs(c, req["neuter_seeds"][c.name]) for c in session.cases}
     digests = {name: [digest(x) for x in sets] for name, sets in prepared.items()}
+    snapshot = Snapshot(session.module)
     module = _load_candidate(req, progress)
+    _guard(snapshot, "at import")
     path = req["candidate"]
     result: dict[str, Any] = {}
     for case in session.cases:
         progress.stage("load")
         model = _build_candidate(session, module, case, path)
+        _guard(snapshot, f"while constructing ModelNew for case {case.name!r}")
         progress.stage("run")
-        outputs = [_run_candidate(model, inputs, case, trial, path, session.platform)
-                   for trial, inputs in enumerate(prepared[case.name])]
-        result[case.name] = {"outputs": outputs, "digests": digests[case.name]}
+        runs, repeats = [], []
+        for trial, inputs in enumerate(prepared[case.name]):
+            runs.append(_probed_forward(model, inputs, case, trial, path, session, snapshot))
+            # The same inputs again: results must agree (odd-call tricks, races, caching).
+            repeats.append(_probed_forward(model, inputs, case, trial, path, session,
+                                           snapshot)["outputs"])
+        busy = busy_background_threads()
+        if busy:
+            raise JobFailure("integrity", f"{busy} thread(s) kept computing after forward "
+                             f"returned on case {case.name!r}; work hidden in background "
+                             "threads escapes timing")
+        neutered: dict[str, Any]
+        try:
+            with launches.suppress_launches():
+                out = _run_candidate(model, neuter[case.name], case, 0, path, session.platform)
+            neutered = {"outputs": out}
+        except JobFailure as exc:
+            neutered = {"error": exc.reason.splitlines()[0]}
+        result[case.name] = {"outputs": [r["outputs"] for r in runs], "repeats": repeats,
+                             "launches": [r["launches"] for r in runs],
+                             "ops": sorted(set().union(*(r["ops"] for r in runs))),
+                             "digests": digests[case.name], "neutered": neutered,
+                             "neuter_digest": digest(neuter[case.name])}
     return {"ok": True, "cases": result}
 
 
 def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    import time
+
     import torch
 
+    from kernelevolve.harness.probe import Snapshot
+
+    clock = time.perf_counter  # bound before candidate code exists
     progress.stage("problem")
     session = Session(req)
     policy = TimingPolicy(**req["timing"])
@@ -223,40 +316,49 @@ def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
         refs[case.name] = session.build(session.module.Model, case)
         sets[case.name] = [session.inputs(case, s) for s in req["timing_seeds"][case.name]]
         fresh[case.name] = [session.inputs(case, s) for s in req["seeds"][case.name]]
-    compiled = {}
+    compiled, compile_error = {}, None
     if req.get("baseline") == "compile":
         progress.stage("compile")
-        for case in session.cases:
-            fn = torch.compile(refs[case.name])
-            with torch.no_grad():
-                fn(*sets[case.name][0])  # compiles now, outside the timed region
-            compiled[case.name] = fn
+        try:
+            for case in session.cases:
+                fn = torch.compile(refs[case.name])
+                with torch.no_grad():
+                    fn(*sets[case.name][0])  # compiles now, outside the timed region
+                compiled[case.name] = fn
+        except Exception as exc:  # noqa: BLE001 - the baseline's failure is not the candidate's
+            compiled, compile_error = {}, f"torch.compile failed: {type(exc).__name__}: {exc}"
+    snapshot = Snapshot(session.module)
     module = _load_candidate(req, progress)
+    _guard(snapshot, "at import")
     path = req["candidate"]
     cands = {}
     for case in session.cases:
         progress.stage("load")
         cands[case.name] = _build_candidate(session, module, case, path)
+    _guard(snapshot, "while constructing ModelNew")
     result: dict[str, Any] = {}
     for case in session.cases:
         progress.stage("timing")
         fns = [refs[case.name], cands[case.name]]
         if case.name in compiled:
             fns.append(compiled[case.name])
+        started = clock()
         try:
             with torch.no_grad():
                 samples = interleaved(fns, sets[case.name], timer, policy)
         except Exception as exc:  # noqa: BLE001
             raise JobFailure("timing", f"while timing case {case.name!r}:\n"
                              + format_exception(exc, path), case=case.name) from None
+        loop_s = clock() - started
+        _guard(snapshot, f"while timing case {case.name!r}")
         progress.stage("run")
         outputs = [_run_candidate(cands[case.name], inputs, case, trial, path, session.platform)
                    for trial, inputs in enumerate(fresh[case.name])]
         result[case.name] = {"ref_ms": samples[0], "cand_ms": samples[1],
                              "compile_ms": samples[2] if len(samples) > 2 else None,
-                             "outputs": outputs,
+                             "loop_s": loop_s, "outputs": outputs,
                              "digests": [digest(x) for x in fresh[case.name]]}
-    return {"ok": True, "cases": result}
+    return {"ok": True, "cases": result, "compile_error": compile_error}
 
 
 JOBS = {"fingerprint": job_fingerprint, "reference": job_reference, "check": job_check,

@@ -1,11 +1,16 @@
 """Launch accounting: how many custom kernels a candidate launched (C++ calls, Triton launches).
 
 The harness resets the counters before each forward and reads them after; a candidate that
-launches nothing is not a kernel (see harness/integrity.py).
+launches nothing is not a kernel. `suppressed()` lets the integrity gate run a forward with
+every custom kernel skipped: if the output is still right, the kernels were not doing the work.
 """
 from __future__ import annotations
 
-_counts = {"cpp": 0, "triton": 0}
+import contextlib
+from typing import Iterator
+
+_counts = {"cpp": 0, "triton": 0, "inline": 0}
+_suppress = [False]
 
 
 def record(kind: str, n: int = 1) -> None:
@@ -16,6 +21,24 @@ def launch_counts() -> dict[str, int]:
     return dict(_counts)
 
 
+def total() -> int:
+    return sum(_counts.values())
+
+
 def reset_launch_counts() -> None:
     for key in _counts:
         _counts[key] = 0
+
+
+def suppressed() -> bool:
+    return _suppress[0]
+
+
+@contextlib.contextmanager
+def suppress_launches() -> Iterator[None]:
+    """Within this block, custom kernel launches are counted but not executed."""
+    _suppress[0] = True
+    try:
+        yield
+    finally:
+        _suppress[0] = False

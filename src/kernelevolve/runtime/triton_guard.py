@@ -144,6 +144,8 @@ def _in_scope(call):
 
 def _scoped_getitem(original):
     def __getitem__(self, grid):
+        if launches.suppressed():  # integrity probe: count the launch, skip the kernel
+            return lambda *args, **kwargs: launches.record("triton")
         launcher = original(self, grid)
         return lambda *args, **kwargs: _in_scope(lambda: launcher(*args, **kwargs))
     return __getitem__

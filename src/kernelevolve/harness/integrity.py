@@ -1,0 +1,94 @@
+"""Integrity verdicts, driver side: decisions over what the worker probes reported.
+
+The worker reports facts (launch counts, ATen ops, repeated and kernel-suppressed outputs);
+the rules that turn them into a rejection live here, in trusted code, next to the reference
+data the worker never sees.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernelevolve.harness.compare import compare_outputs
+
+
+@dataclass(frozen=True)
+class IntegrityPolicy:
+    allow_no_kernel: bool = False   # problems where computing with torch alone is legitimate
+    strict: bool = False            # no ATen compute op at all inside the candidate's forward
+    recheck_speedup: float = 10.0   # above this, measure again independently before it counts
+
+
+def norm_ratio_problem(ref: list[Any], cand: list[Any]) -> str | None:
+    """Zeros or tiny outputs must not pass a loose tolerance where the reference is not small.
+
+    Elementwise allclose lets a zero output pass wherever |ref| <= atol (a softmax over 8192
+    columns is mostly below 1e-4). The relative L2 error catches it: an honest fp32 kernel is
+    near 1e-6, returning zeros gives exactly 1.
+    """
+    import torch
+
+    for i, (r, c) in enumerate(zip(ref, cand)):
+        if not (r.is_floating_point() and c.is_floating_point()) or r.numel() == 0:
+            continue
+        finite = torch.isfinite(r) & torch.isfinite(c)
+        r64, c64 = r.double()[finite], c.double()[finite]
+        ref_norm = float(r64.norm())
+        if ref_norm == 0.0:
+            continue
+        rel = float((c64 - r64).norm()) / ref_norm
+        ratio = float(c64.norm()) / ref_norm
+        if rel > 0.1 or not 0.9 <= ratio <= 1.1:
+            return (f"output {i} passes the elementwise tolerance only because the reference "
+                    f"values are small: its norm is {ratio:.3g}x the reference's and the relative "
+                    f"L2 error is {rel:.3g} (zeros or scaled-down outputs?)")
+    return None
+
+
+def launch_problem(case: str, launches: list[dict[str, int]], policy: IntegrityPolicy) -> str | None:
+    if policy.allow_no_kernel:
+        return None
+    for trial, counts in enumerate(launches):
+        if sum(counts.values()) == 0:
+            return (f"ModelNew.forward launched no custom kernel on case {case!r} (trial "
+                    f"{trial + 1}): no load_cpp function call, no Triton launch, no load_inline "
+                    "call. A candidate must run its own kernel (use --allow-no-kernel if torch "
+                    "ops alone are intended)")
+    return None
+
+
+def fallback_problem(case: str, ref_ops: list[str], cand_ops: list[str],
+                     policy: IntegrityPolicy) -> str | None:
+    if policy.strict and cand_ops:
+        return (f"--strict: forward dispatched ATen compute ops {cand_ops[:6]} on case {case!r}; "
+                "in strict mode every computation must be in the candidate's own kernels")
+    if ref_ops and set(ref_ops) <= set(cand_ops):
+        return (f"fallback: forward dispatches all of the reference's compute ops "
+                f"({', '.join(ref_ops[:6])}) on case {case!r}, so the reference computation "
+                "runs in torch; replace at least part of it with your kernel")
+    return None
+
+
+def neutered_problem(case: str, ref_out: list[Any], neutered: dict[str, Any],
+                     tolerance: dict[str, float] | None) -> str | None:
+    """With every custom kernel skipped, a correct output means torch did the work."""
+    if "outputs" not in neutered:
+        return None
+    cmp = compare_outputs(ref_out, neutered["outputs"], tolerance)
+    if cmp.ok and norm_ratio_problem(ref_out, neutered["outputs"]) is None:
+        return (f"the output on case {case!r} stays correct when every custom kernel launch is "
+                "skipped: the kernels do not compute the result, torch ops do (a fake kernel)")
+    return None
+
+
+def timing_problem(case: str, data: dict[str, Any], wall_s: float) -> str | None:
+    """In-worker samples must fit in the loop's own time and the server's wall clock."""
+    samples_s = (sum(data["ref_ms"]) + sum(data["cand_ms"]) + sum(data.get("compile_ms") or [])) / 1e3
+    loop_s = float(data.get("loop_s", 0.0))
+    if samples_s > loop_s * 1.05 + 1e-3:
+        return (f"timing on case {case!r} is inconsistent: samples add up to {samples_s:.3f} s "
+                f"inside a loop that took {loop_s:.3f} s (a patched clock?)")
+    if loop_s > wall_s * 1.05 + 0.05:
+        return (f"timing on case {case!r} is inconsistent with the parent's wall clock: "
+                f"{loop_s:.3f} s of timing inside a worker that ran {wall_s:.3f} s")
+    return None

@@ -1,0 +1,196 @@
+"""Worker-side integrity probes, armed before candidate code is imported.
+
+- `Snapshot`: identities of every attribute of torch, torch.nn.functional, torch.Tensor,
+  nn.Module, time, the problem module and its `Model`, plus global torch settings. Compared
+  after import, after each forward and after timing: a candidate that patches a timer, a
+  comparison function or the reference (to slow the baseline) is caught by identity.
+- `OpRecorder`: the ATen ops a forward dispatches, for fallback detection.
+- thread checks: no new Python threads, no native thread still burning CPU after forward.
+- input mutation: inputs compared bytewise with copies taken before the forward.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import types
+from typing import Any
+
+# ATen ops that move, view, allocate or describe data but compute nothing.
+_NON_COMPUTE = frozenset("""
+alias as_strided clone contiguous copy copy_ detach detach_ empty empty_like empty_strided
+expand expand_as fill_ full full_like lift_fresh lift_fresh_copy new_empty new_empty_strided
+new_full new_ones new_zeros ones ones_like permute reshape resize_ select slice split squeeze
+squeeze_ stride sym_size sym_stride sym_numel size dim t transpose unbind unflatten unsqueeze
+unsqueeze_ view view_as _unsafe_view _reshape_alias _to_copy to zero_ zeros zeros_like
+_local_scalar_dense is_contiguous numel item set_ narrow unfold flatten movedim moveaxis
+chunk tensor_split as_strided_ _conj _neg_view resolve_conj resolve_neg record_stream
+""".split())
+
+_WATCHED_SETTINGS = (
+    ("torch.get_num_threads()", lambda t: t.get_num_threads()),
+    ("torch.get_default_dtype()", lambda t: t.get_default_dtype()),
+    ("torch.are_deterministic_algorithms_enabled()", lambda t: t.are_deterministic_algorithms_enabled()),
+    ("torch.get_float32_matmul_precision()", lambda t: t.get_float32_matmul_precision()),
+    ("torch.backends.mkldnn.enabled", lambda t: t.backends.mkldnn.enabled),
+    ("torch.backends.cudnn.benchmark", lambda t: t.backends.cudnn.benchmark),
+    ("torch.backends.cudnn.allow_tf32", lambda t: t.backends.cudnn.allow_tf32),
+    ("torch.backends.cuda.matmul.allow_tf32", lambda t: t.backends.cuda.matmul.allow_tf32),
+)
+
+
+def _namespace(obj: Any) -> dict[str, Any]:
+    return dict(vars(obj)) if isinstance(obj, (types.ModuleType, type)) else {}
+
+
+class Snapshot:
+    """Identity of every attribute of the objects a candidate could patch."""
+
+    def __init__(self, problem_module: types.ModuleType):
+        import torch
+        import torch.nn.functional as F
+
+        targets: dict[str, Any] = {
+            "torch": torch, "torch.nn.functional": F, "torch.Tensor": torch.Tensor,
+            "torch.nn.Module": torch.nn.Module, "torch.nn": torch.nn, "time": time,
+            "torch.testing": torch.testing, "torch.cuda": torch.cuda,
+            "problem module": problem_module,
+        }
+        model = getattr(problem_module, "Model", None)
+        if isinstance(model, type):
+            targets["Model"] = model
+        self._ids: dict[tuple[str, str], int] = {}
+        for label, obj in targets.items():
+            for name, value in _namespace(obj).items():
+                if label == "problem module" and not callable(value):
+                    continue  # size globals are rebound per case by the harness itself
+                self._ids[(label, name)] = id(value)
+        self._targets = targets
+        self._settings = self._read_settings()
+
+    @staticmethod
+    def _read_settings() -> dict[str, Any]:
+        import torch
+
+        out = {}
+        for label, read in _WATCHED_SETTINGS:
+            try:
+                out[label] = read(torch)
+            except Exception:  # noqa: BLE001 - a setting this torch build lacks
+                continue
+        return out
+
+    def changes(self) -> list[str]:
+        found = []
+        for (label, name), ident in self._ids.items():
+            current = _namespace(self._targets[label])
+            if name not in current:
+                found.append(f"{label}.{name} was deleted")
+            elif id(current[name]) != ident:
+                found.append(f"{label}.{name} was replaced")
+        for label, value in self._read_settings().items():
+            if self._settings.get(label, value) != value:
+                found.append(f"{label} changed from {self._settings[label]!r} to {value!r}")
+        return found
+
+
+class OpRecorder:
+    """Records the ATen ops dispatched inside a `with` block (views and allocations excluded)."""
+
+    def __init__(self) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        recorder = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+                recorder.ops.add(func.overloadpacket.__name__)
+                return func(*args, **(kwargs or {}))
+
+        self.ops: set[str] = set()
+        self._mode = _Mode()
+
+    def __enter__(self) -> "OpRecorder":
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+    def compute_ops(self) -> list[str]:
+        return sorted(op for op in self.ops if op.rstrip("_") not in _NON_COMPUTE
+                      and op not in _NON_COMPUTE)
+
+
+# ---- threads -----------------------------------------------------------------------------------
+def python_threads() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.ident is not None}
+
+
+def _thread_cpu_ticks() -> dict[str, int]:
+    ticks = {}
+    main = str(os.getpid())
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            if tid == main:
+                continue
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                ticks[tid] = int(fields[11]) + int(fields[12])  # utime + stime
+            except (OSError, IndexError, ValueError):
+                continue
+    except OSError:
+        pass
+    return ticks
+
+
+def busy_background_threads(window_s: float = 0.05) -> int:
+    """Native threads that keep burning CPU after forward returned (hidden, untimed work)."""
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    first = _thread_cpu_ticks()
+    time.sleep(window_s)
+    second = _thread_cpu_ticks()
+    busy = 0
+    for tid, ticks in second.items():
+        used_s = (ticks - first.get(tid, ticks)) / hz
+        if used_s >= 0.5 * window_s:
+            busy += 1
+    return busy
+
+
+# ---- inputs --------------------------------------------------------------------------------
+def copy_inputs(inputs: list[Any]) -> list[Any]:
+    import torch
+
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def mutated_inputs(inputs: list[Any], copies: list[Any]) -> list[int]:
+    """Indices of tensor inputs whose bytes differ from the copy taken before the forward."""
+    import torch
+
+    changed = []
+    for i, (x, c) in enumerate(zip(inputs, copies)):
+        if not isinstance(x, torch.Tensor):
+            continue
+        if x.shape != c.shape or x.dtype != c.dtype:
+            changed.append(i)
+            continue
+        a = x.detach().contiguous().reshape(-1)
+        b = c.contiguous().reshape(-1)
+        if a.numel() and not torch.equal(a.view(torch.uint8), b.view(torch.uint8)):
+            changed.append(i)
+    return changed
+
+
+def non_plain_outputs(outputs: list[Any]) -> list[str]:
+    """Outputs that are not plain, materialised torch.Tensor objects (lazy subclasses etc.)."""
+    import torch
+
+    bad = []
+    for i, t in enumerate(outputs):
+        if type(t) is not torch.Tensor:
+            bad.append(f"output {i} is a {type(t).__module__}.{type(t).__qualname__}, "
+                       "not a plain torch.Tensor")
+    return bad

@@ -1,0 +1,50 @@
+"""Every example candidate, and C++ candidates for the KernelBench-format test problems, go
+through the real sandboxed harness (the session evaluator, with its short timing policy)."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES, PROBLEMS
+
+CPP = sorted(EXAMPLES.glob("*/candidate_cpp.py"))
+TRITON = sorted(EXAMPLES.glob("*/candidate_triton.py"))
+
+
+def test_every_example_has_both_candidates():
+    names = sorted(p.parent.name for p in EXAMPLES.glob("*/problem.py"))
+    assert names and names == sorted(p.parent.name for p in CPP) \
+        == sorted(p.parent.name for p in TRITON)
+
+
+@pytest.mark.parametrize("candidate", CPP, ids=[p.parent.name for p in CPP])
+def test_cpp_example_is_accepted_and_faster(evaluator, candidate):
+    result = evaluator.evaluate(candidate.parent / "problem.py", candidate)
+    assert result.accepted, result.reason
+    assert result.stage == "accepted" and result.language == "cpp"
+    assert result.measured is True
+    assert result.speedup > 1, result.reason
+    assert result.fitness == result.speedup
+    assert all(c.correct and c.speedup is not None for c in result.cases)
+    assert any(c.name.startswith("tail") for c in result.cases)
+
+
+@pytest.mark.parametrize("candidate", TRITON, ids=[p.parent.name for p in TRITON])
+def test_triton_example_is_accepted_unmeasured(evaluator, candidate):
+    result = evaluator.evaluate(candidate.parent / "problem.py", candidate)
+    assert result.accepted, result.reason
+    assert result.stage == "accepted" and result.language == "triton"
+    assert result.measured is False
+    assert result.speedup is None
+    assert all(c.correct for c in result.cases)
+    assert all(c.ref_ms is None and c.cand_ms is None for c in result.cases)
+    assert "not timed" in result.reason
+
+
+@pytest.mark.parametrize("name", ["kb_level1_relu", "kb_level2_linear_swish_scale"])
+def test_kernelbench_problem_with_cpp_candidate(evaluator, name):
+    result = evaluator.evaluate(PROBLEMS / f"{name}.py", PROBLEMS / f"{name}_cpp.py")
+    assert result.accepted, result.reason
+    assert result.language == "cpp" and result.measured is True
+    assert [c.name for c in result.cases] == ["default"]
+    assert result.cases[0].correct is True
+    assert result.speedup is not None and result.speedup > 0

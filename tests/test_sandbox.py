@@ -1,0 +1,248 @@
+"""The worker sandbox, checked from outside: no network, no secrets, no writes beyond scratch.
+
+Code runs in the sandbox two ways here: a probe *problem* (its get_inputs runs in the worker
+child, like candidate code) and a probe *candidate* with the static rules turned off, so only
+the sandbox stands between it and the host.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import example
+from kernelevolve import knobs
+from kernelevolve.harness.pool import WorkerPool
+from kernelevolve.harness.sandbox import is_sensitive, scrubbed_env
+
+SECRET = "sk-test-0123456789abcdef"
+
+PROBE = '''
+import os, socket
+import torch
+import torch.nn as nn
+
+PORT = {port}
+TARGET = {target!r}
+
+
+def probe():
+    facts = []
+    try:
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=1)
+        s.sendall(b"escaped")
+        s.close()
+        facts.append(1.0)
+    except OSError:
+        facts.append(0.0)
+    facts.append(float(len(os.environ.get("KE_TEST_API_KEY", ""))))
+    facts.append(float(len(os.environ.get("OPENAI_BASE_URL", ""))))
+    for path in (TARGET, os.path.expanduser("~/.kernelevolve_probe")):
+        try:
+            with open(path, "w") as fh:
+                fh.write("escaped")
+            facts.append(1.0)
+        except OSError:
+            facts.append(0.0)
+    try:
+        with open("scratch_ok.txt", "w") as fh:  # the job directory is writable
+            fh.write("ok")
+        facts.append(1.0)
+    except OSError:
+        facts.append(0.0)
+    return facts
+'''
+
+PROBE_PROBLEM = PROBE + '''
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    return [torch.tensor(probe())]
+
+
+def get_init_inputs():
+    return []
+'''
+
+PROBE_CANDIDATE = PROBE + '''
+import ctypes
+from kernelevolve.runtime import load_cpp, ptr
+
+lib = load_cpp(r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {{
+    for (int64_t r = 0; r < rows; ++r) {{
+        const float* xr = x + r * cols; float* yr = y + r * cols;
+        float m = -INFINITY; for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0; for (int64_t c = 0; c < cols; ++c) {{ yr[c] = std::exp(xr[c] - m); s += yr[c]; }}
+        for (int64_t c = 0; c < cols; ++c) yr[c] = (float)(yr[c] / s);
+    }}
+}}
+""", name="probe_softmax")
+lib.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+probe()  # at import, too
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        probe()
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.softmax_rows(ptr(x), ptr(y), x.shape[0], x.shape[1])
+        return y
+'''
+
+
+class Listener:
+    """A TCP server on host loopback that records every connection it receives."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self.thread.join(timeout=2)
+        self.sock.close()
+
+
+@pytest.fixture
+def listener():
+    srv = Listener()
+    # Sanity: the listener is reachable from the test process itself.
+    socket.create_connection(("127.0.0.1", srv.port), timeout=2).close()
+    deadline = 0
+    while srv.connections == 0 and deadline < 50:
+        threading.Event().wait(0.02)
+        deadline += 1
+    assert srv.connections == 1
+    srv.connections = 0
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_home_probe():
+    """The unshare test's probe *can* write to $HOME (that mode does not protect files)."""
+    probe = Path.home() / ".kernelevolve_probe"
+    probe.unlink(missing_ok=True)
+    yield
+    probe.unlink(missing_ok=True)
+
+
+def _reference_params(problem: Path) -> dict:
+    return {"problem": str(problem), "candidate": "", "init_seed": 1,
+            "cases": [{"name": "default", "weight": 1.0, "bindings": {}, "held_out": False}],
+            "seeds": {"default": [1]}}
+
+
+def test_scrubbed_env_removes_secrets_and_provider_variables():
+    env, removed = scrubbed_env({"PATH": "/bin", "OPENAI_API_KEY": "x", "MY_TOKEN": "y",
+                                 "ANTHROPIC_BASE_URL": "z", "DB_PASSWORD": "p", "HOME": "/root",
+                                 "https_proxy": "http://proxy"}, {"OMP_NUM_THREADS": "2"})
+    assert env == {"PATH": "/bin", "HOME": "/root", "OMP_NUM_THREADS": "2"}
+    assert removed == 5
+    assert is_sensitive("HF_HOME") and is_sensitive("aws_secret_access_key")
+    assert not is_sensitive("CUDA_VISIBLE_DEVICES")
+
+
+def test_code_in_a_worker_sees_no_secret_no_network_and_cannot_write_outside(
+        tmp_path, listener, monkeypatch):
+    target = tmp_path / "escape.txt"
+    problem = tmp_path / "probe_problem.py"
+    problem.write_text(PROBE_PROBLEM.format(port=listener.port, target=str(target)))
+    monkeypatch.setenv("KE_TEST_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    home_probe = Path.home() / ".kernelevolve_probe"
+    with WorkerPool("cpu") as pool:
+        facts = pool.sandbox_facts
+        out = pool.run("reference", _reference_params(problem))
+    assert out.status == "ok", out.describe()
+    net, secret, base_url, wrote_target, wrote_home, wrote_scratch = \
+        out.result["cases"]["default"]["outputs"][0][0].tolist()
+    assert facts.method == "bwrap" and facts.network_isolated and facts.filesystem_readonly
+    assert facts.env_scrubbed and facts.scrubbed_vars >= 2
+    assert (net, secret, base_url) == (0.0, 0.0, 0.0)
+    assert (wrote_target, wrote_home) == (0.0, 0.0)
+    assert wrote_scratch == 1.0
+    # ...and from outside: nothing arrived, nothing was written.
+    assert listener.connections == 0
+    assert not target.exists()
+    assert not home_probe.exists()
+
+
+def test_candidate_with_static_rules_off_is_contained(tmp_path, listener, monkeypatch):
+    """A candidate that tries every escape is still contained by the sandbox alone."""
+    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+
+    target = tmp_path / "escape_candidate.txt"
+    cand = tmp_path / "escaping_candidate.py"
+    cand.write_text(PROBE_CANDIDATE.format(port=listener.port, target=str(target)))
+    monkeypatch.setenv("KE_TEST_API_KEY", SECRET)
+    with Evaluator("cpu", options=EvalOptions(static_rules=False)) as ev:
+        result = ev.evaluate(example("softmax"), cand)
+    assert result.accepted, result.reason  # otherwise a correct kernel; the escapes all failed
+    assert listener.connections == 0
+    assert not target.exists()
+    assert result.sandbox.network_isolated and result.fingerprint["network_isolated"]
+
+
+def test_unprotected_mode_says_so_loudly():
+    with WorkerPool("cpu", sandbox_mode="none") as pool:
+        facts = pool.sandbox_facts
+    assert facts.method == "none" and not facts.network_isolated
+    assert any("NO SANDBOX" in w for w in facts.warnings)
+
+
+def test_unshare_mode_isolates_network_and_warns_about_the_filesystem(tmp_path, listener):
+    problem = tmp_path / "probe_problem.py"
+    problem.write_text(PROBE_PROBLEM.format(port=listener.port, target=str(tmp_path / "t.txt")))
+    with WorkerPool("cpu", sandbox_mode="unshare") as pool:
+        facts = pool.sandbox_facts
+        out = pool.run("reference", _reference_params(problem))
+    assert facts.method == "unshare" and facts.network_isolated and not facts.filesystem_readonly
+    assert out.status == "ok"
+    assert out.result["cases"]["default"]["outputs"][0][0][0].item() == 0.0
+    assert listener.connections == 0
+
+
+def test_auto_mode_without_bwrap_falls_back_to_unshare_with_a_warning(monkeypatch):
+    from kernelevolve.harness import sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_available", lambda: False)
+    plan = sandbox.plan("auto", [], [])
+    assert plan.method == "unshare" and plan.network_isolated
+    assert any("bubblewrap unavailable" in w for w in plan.warnings)
+
+
+def test_unknown_sandbox_mode_is_a_clear_error():
+    from kernelevolve.errors import SandboxError
+    from kernelevolve.harness import sandbox
+
+    with pytest.raises(SandboxError, match="unknown sandbox mode"):
+        sandbox.plan("docker", [], [])
