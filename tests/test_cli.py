@@ -137,8 +137,6 @@ def test_unknown_option_exits_2(usage_runs):
     assert "--bogus-option" in proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="src bug (UX): click/typer report an unknown option as "
-                   "a usage line, a hint line and a boxed error (5 lines), not one line")
 def test_unknown_option_is_one_line(usage_runs):
     proc, _ = usage_runs["unknown-option"]
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -45,6 +45,7 @@ def test_kernelbench_problem_with_cpp_candidate(evaluator, name):
     result = evaluator.evaluate(PROBLEMS / f"{name}.py", PROBLEMS / f"{name}_cpp.py")
     assert result.accepted, result.reason
     assert result.language == "cpp" and result.measured is True
-    assert [c.name for c in result.cases] == ["default"]
-    assert result.cases[0].correct is True
+    # One declared case; the harness may add a held-out odd-sized one, checked but not timed.
+    assert [c.name for c in result.cases if not c.held_out] == ["default"]
+    assert all(c.correct is True for c in result.cases)
     assert result.speedup is not None and result.speedup > 0

@@ -86,12 +86,40 @@ class _user_errors:
         return False
 
 
+def _click_exceptions() -> list:
+    """Typer >= 0.26 vendors click as typer._click; older ones use click itself."""
+    modules = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            modules.append(__import__(name, fromlist=["UsageError"]))
+        except ImportError:
+            continue
+    return modules
+
+
 def main() -> None:
+    mods = _click_exceptions()
+    no_args = tuple(m.NoArgsIsHelpError for m in mods if hasattr(m, "NoArgsIsHelpError"))
+    usage = tuple(m.UsageError for m in mods if hasattr(m, "UsageError"))
+    abort = tuple(m.Abort for m in mods if hasattr(m, "Abort"))
     try:
-        app()
+        code = app(standalone_mode=False)
+    except no_args as exc:  # bare `kernelevolve`: show the help
+        print(exc.ctx.get_help() if exc.ctx else "")
+        sys.exit(0)
+    except usage as exc:
+        # One line naming the problem and where to look; click's boxed usage is noisier.
+        where = f"{exc.ctx.command_path} --help" if exc.ctx else "kernelevolve --help"
+        err_console.print(f"[bold red]error:[/] {exc.format_message()} (see `{where}`)",
+                          highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except abort:
+        err_console.print("aborted")
+        sys.exit(130)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

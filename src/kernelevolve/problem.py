@@ -8,6 +8,7 @@ globals form one case. `TOLERANCE` (optional) is `{"atol": float, "rtol": float}
 from __future__ import annotations
 
 import hashlib
+import math
 import importlib.util
 import itertools
 import sys
@@ -71,9 +72,10 @@ def import_module(path: str | Path, prefix: str = "ke_problem", *,
     except SyntaxError as exc:
         sys.modules.pop(mod_name, None)
         raise ProblemError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}") from None
-    except Exception as exc:  # the user's module raised at import
+    except (Exception, SystemExit) as exc:  # the user's module raised (or exited) at import
         sys.modules.pop(mod_name, None)
-        raise ProblemError(str(path), f"importing it raised {type(exc).__name__}: {exc}") from None
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ProblemError(str(path), f"importing it raised {type(exc).__name__}: {first}") from None
     return module
 
 
@@ -127,9 +129,10 @@ def _parse_cases(p: str, module: types.ModuleType) -> tuple[Case, ...]:
             raise ProblemError(p, f"CASES[{i}] repeats the case name {name!r}")
         seen.add(name)
         weight = entry.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
-            raise ProblemError(p, f"case {name!r} has weight {weight!r}; weights must be positive "
-                                  "numbers")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not \
+                (weight > 0 and math.isfinite(weight)):
+            raise ProblemError(p, f"case {name!r} has weight {weight!r}; weights must be positive, "
+                                  "finite numbers")
         bindings = {k: v for k, v in entry.items() if k not in ("name", "weight")}
         for key in bindings:
             if not hasattr(module, key):
@@ -146,8 +149,9 @@ def _parse_tolerance(p: str, raw: Any) -> dict[str, float] | None:
         raise ProblemError(p, "TOLERANCE must be a dict with keys atol and/or rtol")
     out = {}
     for key, value in raw.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ProblemError(p, f"TOLERANCE[{key!r}] must be a non-negative number")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not \
+                (value >= 0 and math.isfinite(value)):
+            raise ProblemError(p, f"TOLERANCE[{key!r}] must be a non-negative, finite number")
         out[key] = float(value)
     return out
 

@@ -137,10 +137,10 @@ class _Run:
         report = check_static(source, self.cand.name, ev.platform.name, ev.platform.languages,
                               rules=self.opts.static_rules)
         result.language = report.language
-        if not report.ok:
-            return self.reject("static", report.reason)
         result.fingerprint = ev.pool.fingerprint()
         result.sandbox = ev.pool.sandbox_facts
+        if not report.ok:
+            return self.reject("static", report.reason)
         self.say("reference outputs")
         self.reference = self._reference()
         self.say("candidate outputs")

@@ -204,7 +204,7 @@ class Worker:
         if reply.get("status") == "exited" and reply.get("code") == 0 and result_file.exists():
             try:
                 result = wire.decode(result_file.read_bytes())
-            except wire.WireError as exc:
+            except Exception as exc:  # noqa: BLE001 - untrusted bytes: any failure is a reject
                 out.stderr_tail += f"\nmalformed result: {exc}"
                 return out
             if isinstance(result, dict):

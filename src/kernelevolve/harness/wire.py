@@ -55,6 +55,17 @@ def encode(obj: Any) -> bytes:
 
 
 def decode(data: bytes) -> Any:
+    """Decode a worker's message; any malformation at all raises WireError, nothing else."""
+    try:
+        return _decode(data)
+    except WireError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+            RecursionError, MemoryError, RuntimeError) as exc:
+        raise WireError(f"result is malformed: {type(exc).__name__}") from None
+
+
+def _decode(data: bytes) -> Any:
     import torch
 
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 8:
@@ -69,6 +80,8 @@ def decode(data: bytes) -> Any:
         body = header["body"]
     except (ValueError, KeyError, TypeError) as exc:
         raise WireError(f"result header is not valid: {exc}") from None
+    if not isinstance(metas, list) or not isinstance(header, dict):
+        raise WireError("result header is not valid: tensors must be a list")
     offset = start + hlen
     tensors = []
     for meta in metas:

@@ -81,6 +81,14 @@ class Platform:
             "cpu_flags": _cpu_flags(),
             "cpu_count": os.cpu_count(),
             "threads": threads,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            # device fields: the CPU itself here; GPU platforms overwrite them
+            "device": _cpu_model(),
+            "device_count": 1,
+            "devices": [_cpu_model()],
+            "driver": None,
+            "cuda": None,
+            "hip": None,
         }
         try:
             fp["cxx"] = compiler_version()

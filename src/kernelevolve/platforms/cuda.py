@@ -77,8 +77,8 @@ class CudaPlatform(Platform):
 
         fp = super().fingerprint(threads)
         count = torch.cuda.device_count()
-        fp.update(device_count=count,
-                  devices=[torch.cuda.get_device_name(i) for i in range(count)],
+        names = [torch.cuda.get_device_name(i) for i in range(count)]
+        fp.update(device=names[0] if names else None, device_count=count, devices=names,
                   cuda=torch.version.cuda, hip=getattr(torch.version, "hip", None),
                   driver=_driver_version(), nvcc=_tool_version("nvcc"),
                   capability=".".join(map(str, torch.cuda.get_device_capability())))

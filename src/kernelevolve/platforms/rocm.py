@@ -39,7 +39,7 @@ class RocmPlatform(Platform):
 
         fp = super().fingerprint(threads)
         count = torch.cuda.device_count()
-        fp.update(device_count=count,
-                  devices=[torch.cuda.get_device_name(i) for i in range(count)],
+        names = [torch.cuda.get_device_name(i) for i in range(count)]
+        fp.update(device=names[0] if names else None, device_count=count, devices=names,
                   hip=torch.version.hip, hipcc=_tool_version("hipcc"))
         return fp
