@@ -203,7 +203,7 @@ class _Run:
         return stage, reason
 
     def _correct(self, cases: dict[str, Any], key: str, seeds: dict[str, list[int]],
-                 offset: int, record: bool, when: str = "") -> bool:
+                 offset: int, record: bool, when: str = "", stage: str = "correctness") -> bool:
         for case_result, case in zip(self.result.cases, self.cases):
             ref, got = self.reference[case.name], cases[case.name]
             n = len(seeds[case.name])
@@ -221,7 +221,6 @@ class _Run:
                     case_result.correct = False
                     case_result.mismatch = cmp.mismatch
                     where = f" {when}" if when else ""
-                    stage = "correctness" if key == "outputs" else "integrity"
                     self.reject(stage, f"wrong result on case {case.name!r} (trial {trial + 1} of "
                                        f"{n}){where}: {cmp.reason}")
                     return False
@@ -231,8 +230,9 @@ class _Run:
 
     def _integrity(self, cases: dict[str, Any]) -> bool:
         policy = self.opts.integrity
-        if not self._correct(cases, "repeats", self.seeds, 0, record=False,
-                             when="when forward ran a second time on the same inputs"):
+        if not self._correct(cases, "repeats", self.seeds, 0, record=False, stage="integrity",
+                             when="when forward ran a second time on the same inputs "
+                                  "(state kept between calls?)"):
             return False
         facts = self.result.integrity
         for case in self.cases:
@@ -278,7 +278,8 @@ class _Run:
         self.cases = timed_cases
         try:
             ok = self._correct(cases, "outputs", self.post_seeds, self.opts.trials, record=False,
-                               when="on fresh inputs after timing")
+                               stage="integrity", when="on fresh values written into the "
+                               "timed input tensors (outputs cached between calls?)")
         finally:
             self.cases = saved_cases
         return cases if ok else None

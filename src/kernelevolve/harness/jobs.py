@@ -299,6 +299,18 @@ def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     return {"ok": True, "cases": result}
 
 
+def _refill(targets: list[Any], values: list[Any]) -> None:
+    """Copy new input values into existing input tensors (same storage, same pointers)."""
+    import torch
+
+    with torch.no_grad():
+        for i, (dst, src) in enumerate(zip(targets, values)):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)
+            else:
+                targets[i] = src
+
+
 def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     import time
 
@@ -352,8 +364,14 @@ def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
         loop_s = clock() - started
         _guard(snapshot, f"while timing case {case.name!r}")
         progress.stage("run")
-        outputs = [_run_candidate(cands[case.name], inputs, case, trial, path, session.platform)
-                   for trial, inputs in enumerate(fresh[case.name])]
+        # Re-check on fresh values written INTO the tensors that were just timed: a cache
+        # keyed by tensor identity, pointer or shape now returns a stale result and fails.
+        outputs = []
+        for trial, values in enumerate(fresh[case.name]):
+            timed = sets[case.name][trial % len(sets[case.name])]
+            _refill(timed, values)
+            outputs.append(_run_candidate(cands[case.name], timed, case, trial, path,
+                                          session.platform))
         result[case.name] = {"ref_ms": samples[0], "cand_ms": samples[1],
                              "compile_ms": samples[2] if len(samples) > 2 else None,
                              "loop_s": loop_s, "outputs": outputs,

@@ -1,7 +1,8 @@
-"""Tables of the static gate's integrity rules: what a candidate may import and reach.
+"""Tables of the static gate: what a candidate may import, and which names and paths it may reach.
 
-Used by harness/static_rules.py. Every reason is written to be pasted into an LLM prompt: it says
-what is forbidden and, where there is one, what to do instead. docs/SECURITY.md documents them.
+Used by harness/static_rules.py (the AST walk) and documented in docs/SECURITY.md. Every reason is
+written to be pasted into an LLM prompt: it says why, and where there is one, what to do instead.
+`path_reason` applies the per-module rules to a resolved dotted path such as `torch.cuda.Stream`.
 """
 from __future__ import annotations
 
@@ -12,155 +13,164 @@ ALLOWED_MODULES = frozenset({
     "typing_extensions", "dataclasses", "collections", "enum", "operator", "abc", "numbers",
     "__future__", "kernelevolve",
 })
-ALLOWED_HINT = ("candidates may import torch, triton, numpy, math, cmath, ctypes (types only), "
-                "functools, itertools, typing, dataclasses, collections, enum, operator, abc, "
-                "numbers and kernelevolve.runtime (load_cpp, ptr)")
+ALLOWED_HINT = ("it is not on the allow-list: candidates may import torch, triton, numpy, math, "
+                "cmath, ctypes (types only), functools, itertools, typing, dataclasses, "
+                "collections, enum, operator, abc, numbers and kernelevolve.runtime "
+                "(load_cpp, ptr)")
 
-# kernelevolve: only these dotted paths (and their prefixes) may be reached.
-KERNELEVOLVE_ALLOWED = frozenset({"kernelevolve.runtime.load_cpp", "kernelevolve.runtime.ptr"})
-KERNELEVOLVE_REASON = ("only `load_cpp` and `ptr` from kernelevolve.runtime may be used; the rest "
-                       "of kernelevolve is the harness")
+KERNELEVOLVE_ALLOWED = ("kernelevolve.runtime.load_cpp", "kernelevolve.runtime.ptr")
+KERNELEVOLVE_REASON = ("only load_cpp and ptr from kernelevolve.runtime may be used; the rest of "
+                       "kernelevolve is the harness")
 
-_PROCESS = "process creation, environment and file-system access are not allowed"
-_THREADS = "thread creation is not allowed: hidden work escapes timing"
+_PROCESS = "process creation, environment and file-system access escape the sandbox"
+_THREADS = "threads run hidden work that escapes timing"
 _INTERNALS = "sys.modules and gc access can patch the harness"
-_NETWORK = "network access is not allowed"
-_FILES = "file-system access is not allowed; embed constants in the source"
-_DYNAMIC = "dynamic imports are not allowed; import an allowed module with a plain import"
+_TIME = "timing functions are the harness's; candidates must not read or patch them"
+_NETWORK = "candidates have no network access"
+_FILES = "candidates may not touch the file system; embed constants in the source"
+_DYNAMIC = "dynamic imports bypass the import allow-list; import an allowed module directly"
 _PICKLE = "deserialising objects can run arbitrary code"
-_INTROSPECT = "introspection reaches frames and globals of the harness"
+_INTROSPECT = "introspection reaches the harness's frames and globals"
+_SIGNAL = "signal handlers can interrupt or fake the harness's timing and exit"
 
 MODULE_REASONS = {
-    "os": _PROCESS, "posix": _PROCESS, "nt": _PROCESS, "subprocess": _PROCESS, "pty": _PROCESS,
-    "multiprocessing": "process creation is not allowed: hidden work escapes timing",
-    "threading": _THREADS, "_thread": _THREADS, "concurrent": _THREADS, "asyncio": _THREADS,
-    "sched": _THREADS,
-    "sys": _INTERNALS, "gc": _INTERNALS, "sysconfig": _INTERNALS, "resource": _INTERNALS,
-    "faulthandler": _INTERNALS, "weakref": _INTERNALS,
-    "signal": "signal handlers can interrupt or fake the harness's timing and exit",
-    "time": "timing functions are the harness's; candidates must not read or patch them",
-    "timeit": "timing functions are the harness's; candidates must not read or patch them",
-    "datetime": "timing functions are the harness's; candidates must not read or patch them",
-    "socket": _NETWORK, "ssl": _NETWORK, "urllib": _NETWORK, "urllib3": _NETWORK,
-    "http": _NETWORK, "requests": _NETWORK, "httpx": _NETWORK, "aiohttp": _NETWORK,
-    "ftplib": _NETWORK, "smtplib": _NETWORK, "xmlrpc": _NETWORK, "socketserver": _NETWORK,
-    "pathlib": _FILES, "shutil": _FILES, "tempfile": _FILES, "glob": _FILES, "io": _FILES,
-    "fileinput": _FILES, "mmap": _FILES, "fcntl": _FILES, "zipfile": _FILES, "tarfile": _FILES,
-    "importlib": _DYNAMIC, "imp": _DYNAMIC, "pkgutil": _DYNAMIC, "runpy": _DYNAMIC,
-    "zipimport": _DYNAMIC, "code": _DYNAMIC, "codeop": _DYNAMIC,
+    **dict.fromkeys(("os", "posix", "nt", "subprocess", "pty"), _PROCESS),
+    "multiprocessing": "processes run hidden work that escapes timing",
+    **dict.fromkeys(("threading", "_thread", "concurrent", "asyncio", "sched"), _THREADS),
+    **dict.fromkeys(("sys", "gc", "sysconfig", "resource", "faulthandler", "weakref"), _INTERNALS),
+    "signal": _SIGNAL,
+    **dict.fromkeys(("time", "timeit", "datetime"), _TIME),
+    **dict.fromkeys(("socket", "ssl", "urllib", "urllib3", "http", "requests", "httpx", "aiohttp",
+                     "ftplib", "smtplib", "xmlrpc", "socketserver"), _NETWORK),
+    **dict.fromkeys(("pathlib", "shutil", "tempfile", "glob", "io", "fileinput", "mmap", "fcntl",
+                     "zipfile", "tarfile"), _FILES),
+    **dict.fromkeys(("importlib", "imp", "pkgutil", "runpy", "zipimport", "code", "codeop"),
+                    _DYNAMIC),
     "builtins": "builtins access can replace open, exec and __import__",
-    "inspect": _INTROSPECT, "traceback": _INTROSPECT, "types": _INTROSPECT, "dis": _INTROSPECT,
-    "pdb": _INTROSPECT, "bdb": _INTROSPECT, "trace": _INTROSPECT, "ast": _INTROSPECT,
-    "pickle": _PICKLE, "cPickle": _PICKLE, "marshal": _PICKLE, "shelve": _PICKLE,
-    "dill": _PICKLE, "cloudpickle": _PICKLE, "copyreg": _PICKLE, "joblib": _PICKLE,
+    **dict.fromkeys(("inspect", "traceback", "types", "dis", "pdb", "bdb", "trace", "ast"),
+                    _INTROSPECT),
+    **dict.fromkeys(("pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle", "copyreg",
+                     "joblib"), _PICKLE),
     "atexit": "exit hooks run after the harness's checks",
 }
 
-# Modules that other modules re-export as attributes (torch.os, np.sys): reaching one that way is
-# the same as importing it.
-INDIRECT_MODULES = frozenset({
-    "os", "sys", "subprocess", "builtins", "importlib", "gc", "threading", "_thread", "socket",
-    "shutil", "pickle", "inspect", "ctypes", "multiprocessing",
-})
+# Modules that allowed modules re-export as attributes (torch.os): reaching one is importing it.
+INDIRECT_MODULES = {
+    **{name: MODULE_REASONS[name] for name in (
+        "os", "sys", "subprocess", "builtins", "importlib", "gc", "threading", "_thread", "socket",
+        "shutil", "pickle", "inspect")},
+    "ctypes": "ctypes may only be imported directly, and only for argument types",
+}
 
 # ---- builtins -----------------------------------------------------------------------------------
 
-_EXEC = "runs code the static gate cannot check; write the code directly"
+_EXEC = "it runs code the static gate cannot check; write the code directly"
 _NAMESPACE = "namespace dictionaries can rebind anything; refer to names directly"
 _INTERACTIVE = "the worker has no terminal; interactive calls hang until the time limit"
-_EXIT = "ends the worker without a result; return the output from forward"
+_EXIT = "it ends the worker without a result; return the output from forward"
 FORBIDDEN_BUILTINS = {
-    "eval": _EXEC, "exec": _EXEC, "compile": _EXEC,
-    "__import__": _DYNAMIC,
+    "eval": _EXEC, "exec": _EXEC, "compile": _EXEC, "__import__": _DYNAMIC,
     "globals": _NAMESPACE, "locals": _NAMESPACE, "vars": _NAMESPACE,
-    "open": "file access is not allowed; embed constants in the source",
-    "input": _INTERACTIVE, "breakpoint": _INTERACTIVE,
-    "exit": _EXIT, "quit": _EXIT,
-    "SystemExit": _EXIT, "KeyboardInterrupt": "raising it " + _EXIT,
+    "open": _FILES, "input": _INTERACTIVE, "breakpoint": _INTERACTIVE,
+    "exit": _EXIT, "quit": _EXIT, "SystemExit": _EXIT, "KeyboardInterrupt": _EXIT,
 }
+CALL_ONLY_BUILTINS = frozenset({"input"})  # often a parameter name; flagged only when called
 ATTR_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-
-# ---- attribute names forbidden on any object ----------------------------------------------------
-
-_DUNDER = "reaches interpreter internals (globals, builtins, classes, code, frames)"
-_FRAME = "frame objects expose the harness's locals and globals"
-_MEMORY = "arbitrary memory access is not allowed; pass tensors with ptr(t)"
-_WRITE = "writing files is not allowed"
-ANY_ATTRIBUTE = {
-    **{name: _DUNDER for name in (
-        "__globals__", "__builtins__", "__subclasses__", "__dict__", "__code__", "__closure__",
-        "__class__", "__bases__", "__mro__", "__getattribute__", "__loader__", "__spec__",
-        "__import__", "__self__", "__traceback__", "func_globals", "func_code")},
-    **{name: _FRAME for name in (
-        "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame", "tb_frame",
-        "cr_frame", "ag_frame", "tb_next")},
-    "__setattr__": "object.__setattr__ bypasses the monkeypatching rules; assign attributes of "
-                   "your own objects directly",
-    "__delattr__": "object.__delattr__ bypasses the monkeypatching rules",
-    "_exit": "os._exit " + _EXIT,
-    "environ": "environment access is not allowed", "getenv": "environment access is not allowed",
-    "putenv": "environment access is not allowed", "unsetenv": "environment access is not allowed",
-    "_getframe": _FRAME,
-    "from_address": _MEMORY, "from_buffer": _MEMORY, "from_buffer_copy": _MEMORY,
-    "tofile": _WRITE, "write_text": _WRITE, "write_bytes": _WRITE,
-    "_FuncPtr": "replacing a library's function type bypasses load_cpp's launch accounting",
-    "_handle": "raw library handles are not allowed; call functions of the load_cpp library",
+FORBIDDEN_NAMES = {  # module-level dunder names, flagged whenever they appear
+    name: "it reaches interpreter internals" for name in ("__builtins__", "__loader__", "__spec__")
 }
-# Attribute access that is fine on these bases (super().__setattr__ in a module's own __setattr__).
-SELF_ONLY_ATTRIBUTES = frozenset({"__setattr__", "__delattr__"})
 
-# Members of forbidden modules reached through any chain (os, sys, signal imported indirectly).
-MODULE_MEMBER_REASONS = {
-    ("sys", "exit"): "sys.exit " + _EXIT,
-    ("sys", "modules"): _INTERNALS,
+# ---- attribute names forbidden on any object: name -> full sentence ----------------------------
+
+_DUNDER = "`{}` is not allowed: it reaches interpreter internals (globals, builtins, classes, code)"
+_FRAME = "`{}` is not allowed: frame objects expose the harness's locals and globals"
+_MEMORY = "`{}` is not allowed: it reads arbitrary memory; pass tensors to kernels with ptr(t)"
+_WRITE = "`{}` is not allowed: candidates may not write files"
+_ENV = "`{}` is not allowed: the environment is the harness's; take settings as arguments"
+ANY_ATTRIBUTE = {
+    **dict.fromkeys(("__globals__", "__builtins__", "__subclasses__", "__dict__", "__code__",
+                     "__closure__", "__class__", "__base__", "__bases__", "__mro__",
+                     "__getattribute__",
+                     "__loader__", "__spec__", "__import__", "__self__", "__traceback__",
+                     "func_globals", "func_code"), _DUNDER),
+    **dict.fromkeys(("f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame",
+                     "tb_frame", "cr_frame", "ag_frame", "tb_next", "_getframe"), _FRAME),
+    **dict.fromkeys(("__setattr__", "__delattr__"),
+                    "`{}` is not allowed outside self/super(): it bypasses the monkeypatching "
+                    "rules; assign attributes of your own objects directly"),
+    "_exit": "os._exit ends the worker without a result; return the output from forward",
+    **dict.fromkeys(("environ", "getenv", "putenv", "unsetenv"), _ENV),
+    **dict.fromkeys(("from_address", "from_buffer", "from_buffer_copy"), _MEMORY),
+    **dict.fromkeys(("tofile", "write_text", "write_bytes"), _WRITE),
+    "from_file": "`{}` is not allowed: candidates may not read files; embed constants in the "
+                 "source",
+    "_FuncPtr": "`{}` is not allowed: replacing a library's function type bypasses load_cpp's "
+                "launch accounting",
+    "_handle": "`{}` is not allowed: call functions of the load_cpp library, not its raw handle",
+}
+SELF_ONLY_ATTRIBUTES = frozenset({"__setattr__", "__delattr__"})  # fine on self and super()
+
+# Members of forbidden modules, on import-rooted paths (checked as consecutive pairs).
+MEMBER_REASONS = {
+    ("sys", "exit"): _EXIT, ("sys", "modules"): _INTERNALS,
     ("sys", "settrace"): _INTROSPECT, ("sys", "setprofile"): _INTROSPECT,
 }
-MEMBER_OF_ANY = {"os": _PROCESS, "signal": MODULE_REASONS["signal"], "subprocess": _PROCESS}
+ANY_MEMBER_OF = {"os": _PROCESS, "signal": _SIGNAL, "subprocess": _PROCESS}
 
 # ---- torch --------------------------------------------------------------------------------------
 
 STREAM_REASON = ("CUDA streams hide work from the timer; use the current stream "
                  "(torch.cuda.current_stream())")
 STREAM_NAMES = frozenset({"Stream", "ExternalStream", "stream", "set_stream", "streams"})
-_GLOBAL_STATE = "changes process-wide torch state that the harness relies on"
+_GLOBAL_STATE = "it changes process-wide torch state that the harness relies on"
 _SEED = "the harness owns the random state; do not seed it or read it"
-TORCH_PREFIXES = {  # path relative to torch -> reason
-    ("multiprocessing",): "process creation is not allowed: hidden work escapes timing",
-    ("distributed",): "distributed communication is not allowed",
+BACKENDS_REASON = ("torch.backends settings change numerics and speed for the harness too; leave "
+                   "them as they are")
+TORCH_PREFIXES = {  # path below torch -> reason
+    ("multiprocessing",): "processes run hidden work that escapes timing",
+    ("distributed",): "it talks to other processes; a candidate is one process",
     ("library",): "torch.library can register or replace operators; call your kernels directly",
-    ("ops", "load_library"): "loading operator libraries is not allowed; use load_cpp or "
-                             "torch.utils.cpp_extension.load_inline",
-    ("utils", "cpp_extension", "load"): "cpp_extension.load builds from files; use load_inline or "
+    ("overrides",): "torch function modes intercept every torch call, the harness's included",
+    ("utils", "cpp_extension", "load"): "it builds from files; use load_inline or "
                                         "kernelevolve.runtime.load_cpp with a source string",
-    ("save",): "torch.save writes files", ("load",): "torch.load reads files and can run "
-                                                      "pickled code",
+    ("save",): "it writes files", ("load",): "it reads files and can run pickled code",
+    ("serialization",): "it reads and writes files and can run pickled code",
+    ("jit", "save"): "it writes files", ("jit", "load"): "it reads files",
+    ("package",): "it reads files and can run pickled code",
+    ("utils", "model_zoo"): "it downloads over the network",
+    ("jit", "fork"): "it runs work on another thread, hidden from the timer",
+    ("cuda", "cudart"): "raw CUDA runtime calls bypass the stream rules",
     ("hub",): "torch.hub downloads code over the network",
-    ("testing",): "torch.testing is the harness's comparison code; candidates must not use it",
+    ("testing",): "torch.testing is the harness's comparison code",
     ("use_deterministic_algorithms",): _GLOBAL_STATE,
-    ("are_deterministic_algorithms_enabled",): _GLOBAL_STATE,
 }
-TORCH_ANYWHERE = {  # component anywhere below torch -> reason
-    "manual_seed": _SEED, "manual_seed_all": _SEED, "seed": _SEED, "seed_all": _SEED,
-    "initial_seed": _SEED, "get_rng_state": _SEED, "set_rng_state": _SEED,
-    "get_rng_state_all": _SEED, "set_rng_state_all": _SEED,
+TORCH_ANY = {
+    **dict.fromkeys(("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
+                     "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all"),
+                    _SEED),
+    "load_library": "it loads operator libraries from files; use load_cpp or "
+                    "torch.utils.cpp_extension.load_inline",
+    **dict.fromkeys(("change_current_allocator", "CUDAPluggableAllocator"),
+                    "it replaces the allocator the harness uses too"),
 }
-TORCH_PREFIX_NAMES = {  # component name prefix anywhere below torch -> reason
-    "set_": _GLOBAL_STATE,
-    "register_module_": "global module hooks change every module's behaviour",
-}
-BACKENDS_REASON = ("changing torch.backends settings changes numerics and speed for the harness "
-                   "too; leave them as they are")
+TORCH_NAME_PREFIXES = {"set_": _GLOBAL_STATE,
+                       "register_module_": "global module hooks change every module's behaviour"}
 
 # ---- numpy, ctypes, typing, operator ------------------------------------------------------------
 
-_NP_FILES = "numpy file I/O is not allowed; embed constants in the source"
+_NP_FILES = "it reads or writes files; embed constants in the source"
 NUMPY_PREFIXES = {
-    **{(name,): _NP_FILES for name in (
-        "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt",
-        "fromfile", "fromregex", "memmap", "DataSource")},
-    ("ctypeslib",): _MEMORY,
+    **{(name,): _NP_FILES for name in ("save", "savez", "savez_compressed", "savetxt", "load",
+                                       "loadtxt", "genfromtxt", "fromfile", "fromregex", "memmap",
+                                       "DataSource")},
+    ("ctypeslib",): "it reads arbitrary memory; pass tensors to kernels with ptr(t)",
     ("lib", "format"): _NP_FILES, ("lib", "npyio"): _NP_FILES,
+    ("f2py",): "it runs compilers in subprocesses; use load_cpp",
+    ("distutils",): "it runs compilers in subprocesses; use load_cpp",
 }
+
+TYPE_PATCH_REASON = ("patching attributes of type(...) changes a class the harness shares (such as "
+                     "torch.Tensor); define your own class instead")
 
 CTYPES_ALLOWED = frozenset({
     "c_void_p", "c_bool", "c_char", "c_char_p", "c_byte", "c_ubyte", "c_short", "c_ushort",
@@ -171,14 +181,75 @@ CTYPES_ALLOWED = frozenset({
 })
 CTYPES_REASON = "ctypes may only describe argument types; load libraries with load_cpp"
 
-EVAL_STRINGS = "evaluates strings as code"
-MODULE_MEMBERS = {  # (top module, member) -> reason
-    ("typing", "get_type_hints"): EVAL_STRINGS, ("typing", "ForwardRef"): EVAL_STRINGS,
-    ("typing_extensions", "get_type_hints"): EVAL_STRINGS,
-    ("typing_extensions", "get_annotations"): EVAL_STRINGS,
-    ("typing_extensions", "ForwardRef"): EVAL_STRINGS,
-    ("operator", "attrgetter"): "string-named attribute access hides what is reached; use plain "
-                                "attribute access",
-    ("operator", "methodcaller"): "string-named method calls hide what is called; call the "
-                                  "method directly",
+_EVAL_STRINGS = "it evaluates strings as code"
+MODULE_MEMBERS = {  # (top module, first member) -> reason
+    ("typing", "get_type_hints"): _EVAL_STRINGS, ("typing", "ForwardRef"): _EVAL_STRINGS,
+    ("typing_extensions", "get_type_hints"): _EVAL_STRINGS,
+    ("typing_extensions", "get_annotations"): _EVAL_STRINGS,
+    ("typing_extensions", "ForwardRef"): _EVAL_STRINGS,
+    ("operator", "attrgetter"): "it hides which attribute is reached; use attribute access",
+    ("operator", "methodcaller"): "it hides which method is called; call the method directly",
 }
+
+
+def path_reason(parts: list[str]) -> str | None:
+    """Why the import-rooted dotted path `parts` (torch, cuda, Stream) is forbidden, or None. The
+    message names the shortest forbidden prefix (`torch._C`, not `torch._C._get_tracing_state`)."""
+    if parts[0] not in ALLOWED_MODULES:
+        return None  # the import itself is reported
+    found = _path_rule(parts[0], parts[1:])
+    if found is None:
+        return None
+    end, reason = found
+    return f"{'.'.join(parts[:end + 1])} is not allowed: {reason}"
+
+
+def _path_rule(top: str, rest: list[str]) -> tuple[int, str] | None:
+    """(how many components below `top` the forbidden prefix has, reason)."""
+    for i, name in enumerate(rest, 1):
+        if name in INDIRECT_MODULES:
+            return i, f"reaching {name} through {top} is importing it: {INDIRECT_MODULES[name]}"
+    if top == "kernelevolve":
+        for i in range(1, len(rest) + 1):
+            dotted = ".".join(["kernelevolve", *rest[:i]])
+            if not any(p == dotted or p.startswith(dotted + ".") for p in KERNELEVOLVE_ALLOWED):
+                return i, KERNELEVOLVE_REASON
+        return None
+    if top in ("torch", "triton", "numpy"):
+        for i, name in enumerate(rest, 1):
+            if name.startswith("_") and not _is_dunder(name):
+                return i, f"private {top} internals are off limits"
+    if top == "torch":
+        return _torch_rule(rest)
+    if top == "numpy":
+        return next(((len(p), r) for p, r in NUMPY_PREFIXES.items()
+                     if tuple(rest[:len(p)]) == p), None)
+    if top == "ctypes" and rest and rest[0] not in CTYPES_ALLOWED:
+        return 1, CTYPES_REASON
+    if rest and (top, rest[0]) in MODULE_MEMBERS:
+        return 1, MODULE_MEMBERS[top, rest[0]]
+    return None
+
+
+def _torch_rule(rest: list[str]) -> tuple[int, str] | None:
+    for i, name in enumerate(rest, 1):
+        if name in STREAM_NAMES:
+            return i, STREAM_REASON
+    for prefix, reason in TORCH_PREFIXES.items():
+        if tuple(rest[:len(prefix)]) == prefix:
+            return len(prefix), reason
+    for i, name in enumerate(rest, 1):
+        if name in TORCH_ANY:
+            return i, TORCH_ANY[name]
+        if rest[0] == "backends" and name.startswith(("set_", "enable_")):
+            return i, BACKENDS_REASON
+        for start, reason in TORCH_NAME_PREFIXES.items():
+            if name.startswith(start) and len(name) > len(start):
+                return i, reason
+    return None
+
+
+def _is_dunder(name: str) -> bool:
+    """`__init__`, `__call__`, `__version__` are protocol names, not private internals (the
+    dunders that reach interpreter internals are in ANY_ATTRIBUTE)."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
