@@ -32,7 +32,9 @@ def norm_ratio_problem(ref: list[Any], cand: list[Any]) -> str | None:
         if not (r.is_floating_point() and c.is_floating_point()) or r.numel() == 0:
             continue
         finite = torch.isfinite(r) & torch.isfinite(c)
-        r64, c64 = r.double()[finite], c.double()[finite]
+        zero = torch.zeros((), dtype=torch.float64)
+        r64 = torch.where(finite, r.double(), zero)
+        c64 = torch.where(finite, c.double(), zero)
         ref_norm = float(r64.norm())
         if ref_norm == 0.0:
             continue

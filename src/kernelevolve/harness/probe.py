@@ -82,8 +82,9 @@ class Snapshot:
 
     def changes(self) -> list[str]:
         found = []
+        spaces = {label: _namespace(obj) for label, obj in self._targets.items()}
         for (label, name), ident in self._ids.items():
-            current = _namespace(self._targets[label])
+            current = spaces[label]
             if name not in current:
                 found.append(f"{label}.{name} was deleted")
             elif id(current[name]) != ident:
