@@ -68,7 +68,8 @@ class EvalResult:
     stage: str
     reason: str
     speedup: float | None = None
-    fitness: float = 0.0
+    speedup_ci: tuple[float, float] | None = None  # bootstrap 95% interval of `speedup`
+    fitness: float | None = 0.0
     measured: bool = False               # False when the platform cannot time this language
     compile_speedup: float | None = None  # candidate vs torch.compile, with --baseline compile
     cases: list[CaseResult] = field(default_factory=list)
@@ -104,6 +105,8 @@ class EvalResult:
                 c["speedup_ci"] = tuple(c["speedup_ci"])
             cases.append(CaseResult(**c))
         sandbox = SandboxFacts(**data.pop("sandbox", {}))
+        if data.get("speedup_ci") is not None:
+            data["speedup_ci"] = tuple(data["speedup_ci"])
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(cases=cases, sandbox=sandbox, **{k: v for k, v in data.items() if k in known})
 

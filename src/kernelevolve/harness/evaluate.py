@@ -20,7 +20,7 @@ from kernelevolve.harness.integrity import (IntegrityPolicy, fallback_problem, l
 from kernelevolve.harness.pool import JobOutcome, Limits, WorkerPool
 from kernelevolve.harness.static import check_static
 from kernelevolve.harness.timing import (TimingPolicy, speedup_interval, summarize,
-                                         weighted_geomean)
+                                         weighted_geomean, weighted_interval)
 from kernelevolve.platforms import get_platform
 from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
 from kernelevolve.types import CaseResult, EvalResult
@@ -304,7 +304,7 @@ class _Run:
 
     def _score(self, cases: dict[str, Any]) -> None:
         result = self.result
-        speedups, weights, compile_speedups, measured_ms = [], [], [], 0.0
+        speedups, weights, compile_speedups, measured_ms, pairs = [], [], [], 0.0, []
         for case_result in result.cases:
             if case_result.held_out:
                 continue
@@ -322,14 +322,17 @@ class _Run:
                 measured_ms += sum(data["compile_ms"])
             speedups.append(case_result.speedup)
             weights.append(case_result.weight)
+            pairs.append((data["ref_ms"], data["cand_ms"]))
         result.measured = True
+        result.speedup_ci = weighted_interval(pairs, weights)
         result.measured_s += measured_ms / 1e3
         result.speedup = weighted_geomean(speedups, weights)
         result.compile_speedup = (weighted_geomean(compile_speedups, weights)
                                   if len(compile_speedups) == len(speedups) else None)
         result.accepted, result.stage, result.fitness = True, "accepted", result.speedup
+        lo, hi = result.speedup_ci
         result.reason = (f"accepted: {result.speedup:.3f}x weighted speedup over eager PyTorch "
-                         f"across {len(speedups)} case(s)")
+                         f"(95% interval {lo:.3f}-{hi:.3f}) across {len(speedups)} case(s)")
         if result.compile_speedup is not None:
             result.reason += f"; {result.compile_speedup:.3f}x over torch.compile"
 

@@ -52,9 +52,10 @@ def summarize(samples: Sequence[float]) -> TimingStats:
                        min_ms=float(arr.min()), n=int(arr.size))
 
 
-def speedup_interval(ref: Sequence[float], cand: Sequence[float], *, resamples: int = 1000,
-                     seed: int = 0) -> tuple[float, float]:
-    """Bootstrap 95% interval of median(ref)/median(cand), resampling the paired repetitions."""
+def bootstrap_ratios(ref: Sequence[float], cand: Sequence[float], *, resamples: int = 1000,
+                     seed: int = 0):
+    """Bootstrap distribution of median(ref)/median(cand), resampling the paired repetitions
+    (rep i of the reference and rep i of the candidate ran back to back, so they share noise)."""
     import numpy as np
 
     r = np.asarray(ref, dtype=np.float64)
@@ -62,8 +63,27 @@ def speedup_interval(ref: Sequence[float], cand: Sequence[float], *, resamples: 
     n = min(r.size, c.size)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(resamples, n))
-    ratios = np.median(r[:n][idx], axis=1) / np.median(c[:n][idx], axis=1)
-    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return np.median(r[:n][idx], axis=1) / np.median(c[:n][idx], axis=1)
+
+
+def speedup_interval(ref: Sequence[float], cand: Sequence[float], *, resamples: int = 1000,
+                     seed: int = 0) -> tuple[float, float]:
+    """Bootstrap 95% interval of one case's speedup."""
+    import numpy as np
+
+    lo, hi = np.percentile(bootstrap_ratios(ref, cand, resamples=resamples, seed=seed), [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def weighted_interval(pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+                      weights: Sequence[float], *, resamples: int = 1000,
+                      seed: int = 0) -> tuple[float, float]:
+    """Bootstrap 95% interval of the weighted geometric-mean speedup over cases."""
+    import numpy as np
+
+    logs = sum(w * np.log(bootstrap_ratios(r, c, resamples=resamples, seed=seed + i))
+               for i, ((r, c), w) in enumerate(zip(pairs, weights)))
+    lo, hi = np.percentile(np.exp(logs / sum(weights)), [2.5, 97.5])
     return float(lo), float(hi)
 
 
