@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything kernelevolve needs on a fresh Debian/Ubuntu machine, idempotently:
-# system packages (g++ for load_cpp, bubblewrap for the worker sandbox), then torch pinned
+# system packages (g++ for load_cpp, bubblewrap for the worker sandbox; chromium only for the
+# test that renders the HTML run report headless, so its failure is a warning), then torch pinned
 # BEFORE anything else (an unpinned torch, even one pulled in by another package, downloads a
 # multi-GB CUDA build), then this package with its triton and test extras.
 set -euo pipefail
@@ -18,6 +19,20 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
   else
     echo "warning: please install ${need[*]} with your system's package manager" >&2
+  fi
+fi
+
+# Debian's `chromium` package; only tests/test_report_html.py needs it (skipped without it).
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "installing chromium (for the HTML report render test only)"
+    { $sudo apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null; } ||
+      echo "warning: chromium not installed; the HTML report render test will be skipped" >&2
+  else
+    echo "warning: install chromium to run the HTML report render test" >&2
   fi
 fi
 
