@@ -70,6 +70,140 @@ def eval_cmd(
     raise typer.Exit(0 if result.accepted else 1)
 
 
+WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace",
+                             help="Workspace directory holding runs (default ./.kernelevolve).")
+
+
+@app.command("optimize")
+def optimize_cmd(
+    problem: Path = typer.Argument(..., help="Problem module (KernelBench format)."),
+    seed_candidate: Optional[list[Path]] = typer.Option(None, "--seed-candidate",
+                                                        help="Starting candidate (repeatable)."),
+    platform: str = typer.Option("cpu", help="Platform: cpu, cuda or rocm."),
+    operator: Optional[list[str]] = typer.Option(None, "--operator",
+                                                 help="Operator to use (repeatable); default tune."),
+    policy: str = typer.Option("ucb", help="Selection policy: ucb, beam, greedy or random."),
+    max_evals: int = typer.Option(30, "--max-evals", help="Evaluation budget."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Wall-time budget, seconds."),
+    target: Optional[float] = typer.Option(None, "--target", help="Stop at this speedup."),
+    workers: int = typer.Option(1, help="Sandboxed evaluation workers."),
+    seed: int = typer.Option(0, help="Seed for the search's random choices."),
+    workspace: Path = WORKSPACE_OPT,
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the run summary here."),
+    allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel"),
+    strict: bool = typer.Option(False, "--strict"),
+) -> None:
+    """Search for a faster kernel for PROBLEM; prints the outcome and the best kernel's path."""
+    from kernelevolve.run import Run, RunConfig
+    from kernelevolve.search.termination import Budgets
+
+    with _user_errors():
+        config = RunConfig(platform=platform, operators=list(operator or ["tune"]), policy=policy,
+                           workers=workers, seed=seed, allow_no_kernel=allow_no_kernel,
+                           strict=strict, budgets=Budgets(max_evals=max_evals,
+                                                          max_time_s=max_time,
+                                                          target_speedup=target))
+        run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
+        _execute(run, json_path)
+
+
+@app.command("resume")
+def resume_cmd(
+    run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+    workspace: Path = WORKSPACE_OPT,
+    force: bool = typer.Option(False, "--force", help="Continue even if the platform changed."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the run summary here."),
+) -> None:
+    """Continue a run that was interrupted or killed."""
+    from kernelevolve.run import Run
+
+    with _user_errors():
+        _execute(Run.load(run_id, workspace), json_path, force=force)
+
+
+def _execute(run, json_path: Optional[Path], force: bool = False) -> None:
+    from kernelevolve.report.live import LiveView
+    from kernelevolve.report.summary import run_summary
+
+    console = Console()
+    if not run.store.nodes(run.id)[1:]:
+        err_console.print("[yellow]note:[/] no seed candidate and no drafting operator: the "
+                          "search has nothing to start from, so this run measures nothing. "
+                          "Pass --seed-candidate FILE.")
+    with LiveView(run, console) as view:
+        outcome = run.execute(force=force, on_change=view.refresh, on_status=view.set_status)
+        view.set_status("finished")
+    if not console.is_terminal:
+        console.line()  # the live view's last frame ends without a newline in logs and pipes
+    summary = run_summary(run)
+    style = "bold green" if outcome["kind"] == "improved" else "bold yellow"
+    console.print(f"[{style}]{outcome['message']}[/]")
+    console.print(f"run {run.id}: {summary['evaluations']} evaluations, stopped: "
+                  f"{outcome['stop_reason']}")
+    best = run.workspace / "runs" / run.id / "best.py"
+    if outcome.get("node_id") is not None:
+        console.print(f"best kernel: {best}")
+    if json_path:
+        json_path.write_text(json.dumps(summary, indent=2, default=str))
+
+
+@app.command("runs")
+def runs_cmd(workspace: Path = WORKSPACE_OPT,
+             as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table.")) -> None:
+    """List the runs in the workspace, one line each."""
+    from kernelevolve.report.runs import print_runs
+
+    with _user_errors():
+        print_runs(workspace, as_json)
+
+
+@app.command("show")
+def show_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+             workspace: Path = WORKSPACE_OPT,
+             as_json: bool = typer.Option(False, "--json", help="The full summary as JSON.")) -> None:
+    """Outcome, best node, funnel and timings of a run."""
+    from kernelevolve.report.runs import print_summary
+    from kernelevolve.report.summary import run_summary
+    from kernelevolve.run import Run
+
+    with _user_errors():
+        summary = run_summary(Run.load(run_id, workspace))
+        if as_json:
+            print(json.dumps(summary, indent=2, default=str))
+        else:
+            print_summary(summary, Console())
+
+
+@app.command("best")
+def best_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+             out: Path = typer.Option(..., "--out", help="Where to write the best candidate."),
+             workspace: Path = WORKSPACE_OPT) -> None:
+    """Write the run's best candidate module to a file."""
+    from kernelevolve.report.summary import run_summary
+    from kernelevolve.run import Run
+
+    with _user_errors():
+        summary = run_summary(Run.load(run_id, workspace))
+        if summary["best_source"] is None:
+            raise KernelevolveError(f"run {summary['run_id']} has no accepted candidate yet")
+        out.write_text(summary["best_source"])
+        print(f"wrote node {summary['best']['node_id']} to {out}")
+
+
+@app.command("report")
+def report_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+               html: Path = typer.Option(..., "--html", help="Where to write the HTML report."),
+               workspace: Path = WORKSPACE_OPT) -> None:
+    """Write a self-contained HTML report: search tree, fitness trajectory, funnel, best kernel."""
+    from kernelevolve.report.html import write_html
+    from kernelevolve.report.summary import run_summary
+    from kernelevolve.run import Run
+
+    with _user_errors():
+        write_html(run_summary(Run.load(run_id, workspace)), html)
+        print(f"wrote {html}")
+
+
 class _user_errors:
     """Print a user mistake as one line on stderr and exit 2; never a traceback."""
 

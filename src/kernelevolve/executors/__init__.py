@@ -1,0 +1,1 @@
+"""Where evaluations run: `local` (the harness's worker pool); `ray` arrives with the cluster issue."""

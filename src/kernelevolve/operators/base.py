@@ -1,0 +1,52 @@
+"""The operator protocol: `propose(context) -> drafts`, async.
+
+An operator never evaluates anything. It reads the search state it is given (the parent nodes
+with their sources and results, the problem, what was already tried) and returns drafts; the
+engine deduplicates, stores and evaluates them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ParentView:
+    """What an operator may know about one parent node."""
+
+    node_id: int
+    source: str
+    fitness: float | None          # None: not measured (or not accepted yet)
+    stage: str                      # gate stage reached ("accepted" when it passed)
+    reason: str
+    meta: dict[str, Any] = field(default_factory=dict)  # operator-owned data, e.g. tune config
+
+
+@dataclass(frozen=True)
+class ProposalContext:
+    problem_path: str
+    problem_source: str
+    platform: str
+    parents: tuple[ParentView, ...]      # empty in the draft phase (proposals from the root)
+    seen_hashes: frozenset[str]          # sha256 of every source already in the graph
+    seen_meta: tuple[dict[str, Any], ...]  # meta of every node (e.g. tune configs already tried)
+    rng_seed: int                        # operators draw randomness from this, for replay
+    want: int = 1                        # how many drafts the engine would like
+
+
+@dataclass(frozen=True)
+class Draft:
+    source: str
+    parents: tuple[int, ...]
+    operator: str
+    rationale: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Operator(Protocol):
+    name: str
+
+    async def propose(self, context: ProposalContext) -> list[Draft]:
+        """Return zero or more drafts; zero means this operator has nothing left to try here."""
+        ...

@@ -1,0 +1,60 @@
+"""The live display of a running search: best so far, evaluations, rate, funnel."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+_FUNNEL = ("static", "load", "run", "correctness", "integrity", "timing", "accepted")
+
+
+class LiveView:
+    def __init__(self, run: Any, console):
+        self.run, self.console = run, console
+        self.status = "starting"
+        self.started = time.monotonic()
+        self._live = Live(self.render(), console=console, refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> "LiveView":
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._live.update(self.render())
+        self._live.__exit__(*exc)
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        self.refresh()
+
+    def refresh(self) -> None:
+        self._live.update(self.render())
+
+    def render(self) -> Group:
+        graph = getattr(self.run, "live_graph", None)
+        progress = getattr(self.run, "live_progress", None)
+        budgets = self.run.config.budgets
+        head = Text(f"run {self.run.id} · {self.status}", style="bold")
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="dim")
+        table.add_column()
+        if graph is not None and progress is not None:
+            best = graph.best()
+            elapsed = max(time.monotonic() - self.started, 1e-6)
+            budget = f" / {budgets.max_evals}" if budgets.max_evals else ""
+            table.add_row("best so far", f"{best.fitness:.3f}x (node {best.id}, {best.operator})"
+                          if best else "-")
+            table.add_row("evaluations", f"{progress.evals}{budget} done, "
+                                         f"{progress.in_flight} in flight")
+            table.add_row("rate", f"{60 * progress.evals / elapsed:.1f} per minute (this session)")
+            counts = {k: 0 for k in _FUNNEL}
+            for node in graph.candidates():
+                if node.status == "done" and node.stage in counts:
+                    counts[node.stage] += 1
+            funnel = "  ".join(f"{k} {counts[k]}" for k in _FUNNEL if counts[k] or k == "accepted")
+            table.add_row("rejected at / accepted", funnel)
+        return Group(head, table)

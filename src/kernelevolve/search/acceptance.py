@@ -1,0 +1,35 @@
+"""Final acceptance: noise must not crown a winner.
+
+The top candidates are measured again, each paired with the baseline (interleaved in the same
+worker, longer than during the search). The answer is "improved S x (interval lo-hi)" only
+when the 95% interval of the best re-measured candidate clears 1; otherwise it is "no safe
+improvement", which is an honest outcome, not a failure.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def decide(remeasured: list[tuple[int, dict[str, Any]]], stop_reason: str) -> dict[str, Any]:
+    """`remeasured`: (node id, EvalResult dict) for each finalist, best search fitness first."""
+    accepted = [(nid, r) for nid, r in remeasured
+                if r.get("accepted") and r.get("speedup") is not None and r.get("speedup_ci")]
+    base = {"stop_reason": stop_reason, "finalists": [
+        {"node_id": nid, "stage": r.get("stage"), "speedup": r.get("speedup"),
+         "interval": r.get("speedup_ci")} for nid, r in remeasured]}
+    if not accepted:
+        why = "no candidate was accepted and measured" if not remeasured else \
+            "no finalist passed the re-measurement"
+        return {**base, "kind": "no_safe_improvement", "speedup": None, "interval": None,
+                "node_id": None, "message": f"no safe improvement: {why}"}
+    node_id, best = max(accepted, key=lambda item: (item[1]["speedup_ci"][0], item[1]["speedup"]))
+    lo, hi = best["speedup_ci"]
+    speedup = best["speedup"]
+    if lo > 1.0:
+        return {**base, "kind": "improved", "speedup": speedup, "interval": [lo, hi],
+                "node_id": node_id,
+                "message": f"improved {speedup:.3f}x (95% interval {lo:.3f}-{hi:.3f}) by node {node_id}"}
+    return {**base, "kind": "no_safe_improvement", "speedup": speedup, "interval": [lo, hi],
+            "node_id": node_id,
+            "message": (f"no safe improvement: the best candidate (node {node_id}) re-measured "
+                        f"{speedup:.3f}x, but its 95% interval {lo:.3f}-{hi:.3f} does not clear 1")}

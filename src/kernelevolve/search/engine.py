@@ -1,0 +1,222 @@
+"""The search loop: propose, deduplicate, evaluate concurrently, select, stop.
+
+Proposals and evaluations run as asyncio tasks, at most `max_in_flight` at a time. The engine
+owns no storage and no evaluator: `SearchHooks` persists what happens (so a killed run can be
+resumed), `evaluate` measures a node. Pending nodes found in the graph at start (a resumed run)
+are evaluated first; nothing already evaluated is evaluated again.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Protocol
+
+from kernelevolve.operators.base import Draft, Operator, ParentView, ProposalContext
+from kernelevolve.search.graph import ROOT, Node, SearchGraph
+from kernelevolve.search.policies import Policy
+from kernelevolve.search.termination import Budgets, Progress, should_stop
+
+
+class InfraError(Exception):
+    """The evaluation infrastructure failed (not the candidate): never a fitness of 0."""
+
+
+class SearchHooks(Protocol):
+    def add_node(self, draft: Draft) -> Node: ...
+    def record(self, node: Node, result: dict[str, Any], wall_s: float) -> None: ...
+    def infra_failure(self, node: Node, reason: str) -> None: ...
+    def event(self, kind: str, data: dict[str, Any]) -> None: ...
+    def source(self, node_id: int) -> str: ...
+
+
+Evaluate = Callable[[Node, str], Awaitable[dict[str, Any]]]
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+@dataclass
+class EngineConfig:
+    max_in_flight: int = 2
+    draft_count: int = 4           # root proposals asked of operators before expansion starts
+    seed: int = 0
+
+
+class SearchEngine:
+    def __init__(self, *, graph: SearchGraph, operators: list[Operator], policy: Policy,
+                 evaluate: Evaluate, hooks: SearchHooks, budgets: Budgets, progress: Progress,
+                 problem_path: str, problem_source: str, platform: str,
+                 config: EngineConfig | None = None,
+                 on_change: Callable[[], None] | None = None):
+        if not operators:
+            raise ValueError("a search needs at least one operator")
+        self.graph, self.operators, self.policy = graph, operators, policy
+        self.evaluate, self.hooks, self.budgets, self.progress = evaluate, hooks, budgets, progress
+        self.problem_path, self.problem_source, self.platform = problem_path, problem_source, platform
+        self.config = config or EngineConfig()
+        self.on_change = on_change or (lambda: None)
+        # Randomness depends on the seed and on how far the search got, so a resumed run
+        # continues with fresh (but reproducible) choices instead of replaying old ones.
+        self.rng = random.Random(f"{self.config.seed}:{len(graph)}")
+        self._turn = 0
+        self._evals: dict[asyncio.Task, Node] = {}
+        self._proposals: set[asyncio.Task] = set()
+        self._root_drafts = sum(1 for n in graph.candidates() if n.parents == (ROOT,)
+                                and n.operator not in ("seed",))
+        self._root_done: set[str] = set()
+        self._stalled = False  # the last proposal round found nothing new; wait for a result
+
+    # ---- main loop ---------------------------------------------------------------------------
+    async def run(self) -> str:
+        started = time.monotonic()
+        base_elapsed = self.progress.elapsed_s
+        for node in self.graph.pending():
+            self._launch(node)
+        reason = None
+        while True:
+            self.progress.in_flight = len(self._evals)
+            self.progress.elapsed_s = base_elapsed + time.monotonic() - started
+            reason = should_stop(self.budgets, self.progress) or self.policy.should_stop(self.graph)
+            if reason:
+                break
+            room = self.config.max_in_flight - len(self._evals) - len(self._proposals)
+            if room > 0 and not self._stalled:
+                task = asyncio.ensure_future(self._propose(room))
+                self._proposals.add(task)
+            waiting = set(self._evals) | self._proposals
+            if not waiting:
+                continue  # exhausted with nothing in flight: should_stop says so next turn
+            timeout = None
+            if self.budgets.max_time_s is not None:
+                timeout = max(0.05, self.budgets.max_time_s - self.progress.elapsed_s)
+            done, _ = await asyncio.wait(waiting, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task in self._proposals:
+                    self._proposals.discard(task)
+                    task.result()  # re-raise operator bugs instead of hiding them
+                else:
+                    self._finish(task)
+        for task in self._proposals:
+            task.cancel()
+        if self._evals:  # let started measurements finish: they are paid for, and recorded
+            await asyncio.wait(set(self._evals))
+            for task in list(self._evals):
+                self._finish(task)
+        self.progress.in_flight = 0
+        self.progress.elapsed_s = base_elapsed + time.monotonic() - started
+        return reason or "stopped"
+
+    # ---- proposals ---------------------------------------------------------------------------
+    def _context(self, parents: list[Node], want: int) -> ProposalContext:
+        views = tuple(ParentView(node_id=n.id, source=self.hooks.source(n.id), fitness=n.fitness,
+                                 stage=n.stage or "", reason=n.meta.get("reason", ""),
+                                 meta=dict(n.meta)) for n in parents)
+        return ProposalContext(
+            problem_path=self.problem_path, problem_source=self.problem_source,
+            platform=self.platform, parents=views,
+            seen_hashes=frozenset(n.source_hash for n in self.graph),
+            seen_meta=tuple(dict(n.meta) for n in self.graph.candidates()),
+            rng_seed=self.rng.randrange(2**31), want=want)
+
+    def _next_operator(self) -> Operator:
+        op = self.operators[self._turn % len(self.operators)]
+        self._turn += 1
+        return op
+
+    async def _propose(self, want: int) -> None:
+        drafts: list[Draft] = []
+        if self._root_drafts < self.config.draft_count:
+            drafts = await self._draft_phase(want)
+        if not drafts:
+            drafts = await self._expand(want)
+        added = 0
+        for draft in drafts:
+            if len(self._evals) >= self.config.max_in_flight or self._budget_left() <= 0:
+                break
+            h = source_hash(draft.source)
+            if self.graph.by_hash(h) is not None:
+                self.hooks.event("duplicate", {"operator": draft.operator, "source_hash": h})
+                continue
+            node = self.hooks.add_node(draft)
+            self.graph.add(node)
+            self._launch(node)
+            added += 1
+        if not added:
+            self._stalled = True
+            self.progress.exhausted = not self._evals
+        self.on_change()
+
+    async def _draft_phase(self, want: int) -> list[Draft]:
+        for op in self.operators:
+            if op.name in self._root_done:
+                continue
+            drafts = await op.propose(self._context([], want))
+            drafts = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
+            if not drafts:
+                self._root_done.add(op.name)
+                continue
+            self._root_drafts += len(drafts)
+            return [Draft(d.source, d.parents or (ROOT,), d.operator, d.rationale, d.meta)
+                    for d in drafts]
+        self._root_drafts = self.config.draft_count  # no operator drafts from the root
+        return []
+
+    async def _expand(self, want: int) -> list[Draft]:
+        """Ask operators for children of the policy's choice; fall back to any accepted node."""
+        chosen = self.policy.select(self.graph, want, self.rng)
+        fallback = [n.id for n in self.graph.ranked() if n.id not in chosen]
+        for parents in ([chosen] if chosen else []) + [[p] for p in fallback]:
+            nodes = [self.graph.get(p) for p in dict.fromkeys(parents)]
+            for _ in range(len(self.operators)):
+                op = self._next_operator()
+                drafts = await op.propose(self._context(nodes, want))
+                fresh = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
+                if len(fresh) < len(drafts):
+                    self.hooks.event("duplicate", {"operator": op.name,
+                                                   "count": len(drafts) - len(fresh)})
+                if fresh:
+                    return fresh
+        return []
+
+    def _budget_left(self) -> int:
+        if self.budgets.max_evals is None:
+            return 1 << 30
+        return self.budgets.max_evals - self.progress.evals - len(self._evals)
+
+    # ---- evaluations -------------------------------------------------------------------------
+    def _launch(self, node: Node) -> None:
+        source = self.hooks.source(node.id)
+        task = asyncio.ensure_future(self._timed(node, source))
+        self._evals[task] = node
+
+    async def _timed(self, node: Node, source: str) -> tuple[dict[str, Any], float]:
+        start = time.monotonic()
+        result = await self.evaluate(node, source)
+        return result, time.monotonic() - start
+
+    def _finish(self, task: asyncio.Task) -> None:
+        node = self._evals.pop(task)
+        try:
+            result, wall = task.result()
+        except InfraError as exc:
+            node.status = "infra_failed"
+            self.hooks.infra_failure(node, str(exc))
+            self._stalled = False
+            self.on_change()
+            return
+        node.status, node.stage = "done", result.get("stage")
+        node.fitness, node.speedup = result.get("fitness"), result.get("speedup")
+        node.meta["reason"] = (result.get("reason") or "")[:2000]
+        node.order = self.progress.evals
+        self.hooks.record(node, result, wall)
+        self.policy.update(self.graph, node)
+        best = self.graph.best()
+        self.progress.note_evaluation(best.fitness if best else None)
+        self._stalled = False  # a new result: operators may have more to offer
+        self.progress.exhausted = False
+        self.on_change()

@@ -1,0 +1,54 @@
+"""Termination rules: each reads the search's progress and either lets it go on or names why it
+stops. Budgets are counted across resumes (the progress is rebuilt from the store)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_evals: int | None = 50
+    max_time_s: float | None = None
+    max_cost: float | None = None        # dollars, when prices are known (LLM issue)
+    max_tokens: int | None = None
+    plateau_evals: int | None = 30       # stop after this many evaluations without ...
+    plateau_gain: float = 0.02           # ... a relative improvement of the best above this
+    target_speedup: float | None = None
+
+
+@dataclass
+class Progress:
+    evals: int = 0                       # completed evaluations (infra failures excluded)
+    in_flight: int = 0
+    elapsed_s: float = 0.0
+    cost: float = 0.0
+    tokens: int = 0
+    best_by_eval: list[float] = field(default_factory=list)  # best fitness after each evaluation
+    exhausted: bool = False              # no operator has anything left to propose
+
+    def note_evaluation(self, best_fitness: float | None) -> None:
+        self.evals += 1
+        self.best_by_eval.append(best_fitness or 0.0)
+
+
+def should_stop(b: Budgets, p: Progress) -> str | None:
+    """Why the search must stop now, or None. Evaluations in flight count against max_evals."""
+    if b.max_evals is not None and p.evals + p.in_flight >= b.max_evals:
+        return f"evaluation budget reached ({b.max_evals} evaluations)"
+    if b.max_time_s is not None and p.elapsed_s >= b.max_time_s:
+        return f"time budget reached ({b.max_time_s:g} s)"
+    if b.max_cost is not None and p.cost >= b.max_cost:
+        return f"cost budget reached (${b.max_cost:g})"
+    if b.max_tokens is not None and p.tokens >= b.max_tokens:
+        return f"token budget reached ({b.max_tokens} tokens)"
+    best = p.best_by_eval[-1] if p.best_by_eval else 0.0
+    if b.target_speedup is not None and best >= b.target_speedup:
+        return f"target speedup reached ({best:.3g}x >= {b.target_speedup:g}x)"
+    if b.plateau_evals and best > 0 and len(p.best_by_eval) > b.plateau_evals:
+        then = p.best_by_eval[-1 - b.plateau_evals]
+        if then > 0 and best / then - 1 < b.plateau_gain:
+            return (f"plateau: no improvement above {b.plateau_gain:.0%} in the last "
+                    f"{b.plateau_evals} evaluations")
+    if p.exhausted and p.in_flight == 0:
+        return "search space exhausted: no operator has anything left to propose"
+    return None
