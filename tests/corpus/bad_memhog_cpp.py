@@ -1,6 +1,6 @@
 # problem: softmax
 # expect: run
-# reason: SIG
+# reason: SIG|time limit
 """C++ kernel mallocs and touches memory until malloc fails, then writes through NULL."""
 import ctypes
 

@@ -240,10 +240,12 @@ class _Run:
             facts.setdefault("launches", {})[case.name] = got["launches"]
             facts.setdefault("candidate_ops", {})[case.name] = got["ops"]
             facts.setdefault("reference_ops", {})[case.name] = ref["ops"]
+            facts.setdefault("reference_decomposed_ops", {})[case.name] = ref.get("decomposed_ops", [])
             n = len(self.seeds[case.name])
             problems = [norm_ratio_problem(ref["outputs"][t], got["outputs"][t]) for t in range(n)]
             problems += [launch_problem(case.name, got["launches"], policy),
-                         fallback_problem(case.name, ref["ops"], got["ops"], policy)]
+                         fallback_problem(case.name, ref["ops"], got["ops"], policy,
+                                          ref.get("decomposed_ops", []))]
             if got["neuter_digest"] != ref["digests"][-1]:
                 raise ProblemError(self.prob.path, "get_inputs() is not deterministic under a "
                                                    "fixed seed; seed all randomness through torch")

@@ -60,15 +60,22 @@ def launch_problem(case: str, launches: list[dict[str, int]], policy: IntegrityP
 
 
 def fallback_problem(case: str, ref_ops: list[str], cand_ops: list[str],
-                     policy: IntegrityPolicy) -> str | None:
+                     policy: IntegrityPolicy, decomposed: list[str] = ()) -> str | None:
     if policy.strict and cand_ops:
         return (f"--strict: forward dispatched ATen compute ops {cand_ops[:6]} on case {case!r}; "
                 "in strict mode every computation must be in the candidate's own kernels")
-    if ref_ops and set(ref_ops) <= set(cand_ops):
-        return (f"fallback: forward dispatches all of the reference's compute ops "
-                f"({', '.join(ref_ops[:6])}) on case {case!r}, so the reference computation "
-                "runs in torch; replace at least part of it with your kernel")
+    for ops, how in ((ref_ops, "the reference's compute ops"),
+                     (decomposed, "the reference's decomposed compute ops")):
+        if ops and set(_norm(ops)) <= set(_norm(cand_ops)):
+            return (f"fallback: forward dispatches all of {how} ({', '.join(ops[:6])}) on case "
+                    f"{case!r}, so the reference computation runs in torch; replace at least "
+                    "part of it with your kernel")
     return None
+
+
+def _norm(ops: list[str]) -> list[str]:
+    """In-place and out-of-place variants count as the same op (mul_ is mul)."""
+    return [op.rstrip("_") for op in ops]
 
 
 def neutered_problem(case: str, ref_out: list[Any], neutered: dict[str, Any],

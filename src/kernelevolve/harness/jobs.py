@@ -131,7 +131,7 @@ def job_reference(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """Reference outputs (and the ATen compute ops the reference dispatches) per case."""
     import torch
 
-    from kernelevolve.harness.probe import OpRecorder
+    from kernelevolve.harness.probe import OpRecorder, decomposed_ops
 
     progress.stage("problem")
     session = Session(req)
@@ -148,6 +148,7 @@ def job_reference(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     if i == 0:
                         with recorder:
                             out = model(*inputs)
+                        decomposed = decomposed_ops(model, inputs)
                     else:
                         out = model(*inputs)
                     outputs.append(flatten_outputs(out, "Model.forward"))
@@ -159,7 +160,7 @@ def job_reference(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
             why = exc.reason if isinstance(exc, JobFailure) else f"{type(exc).__name__}: {exc}"
             raise JobFailure("problem", f"the reference raised on case {case.name!r}: {why}") from None
         result[case.name] = {"outputs": outputs, "digests": digests,
-                             "ops": recorder.compute_ops()}
+                             "ops": recorder.compute_ops(), "decomposed_ops": decomposed}
     return {"ok": True, "cases": result}
 
 
@@ -202,6 +203,16 @@ def _run_candidate(model, inputs: list[Any], case: Case, trial: int, path: str, 
 
 
 def _guard(snapshot, when: str) -> None:
+    from kernelevolve.harness.probe import native_threads
+
+    baseline = getattr(snapshot, "threads", None)
+    if baseline is not None:
+        extra = native_threads() - baseline
+        if extra:
+            raise JobFailure("integrity", f"{len(extra)} native thread(s) started by candidate "
+                             f"code were still alive {when}; work must be finished (and threads "
+                             "joined) before forward returns, or it escapes timing. Use OpenMP "
+                             "with the configured thread count")
     changes = [c for c in snapshot.changes() if not _benign(c)]
     if changes:
         raise JobFailure("integrity", f"candidate code changed harness-visible state {when}: "
@@ -255,7 +266,8 @@ def _probed_forward(model, inputs, case, trial, path, session, snapshot) -> dict
 
 def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """Candidate outputs on the trial seeds, each forward run twice, under the probes."""
-    from kernelevolve.harness.probe import Snapshot, busy_background_threads
+    from kernelevolve.harness.probe import (Snapshot, busy_background_threads, native_threads,
+                                            warm_thread_pools)
     from kernelevolve.runtime import launches
 
     progress.stage("problem")
@@ -263,7 +275,9 @@ def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     prepared = {c.name: [session.inputs(c, s) for s in req["seeds"][c.name]] for c in session.cases}
     neuter = {c.name: session.inputs(c, req["neuter_seeds"][c.name]) for c in session.cases}
     digests = {name: [digest(x) for x in sets] for name, sets in prepared.items()}
+    warm_thread_pools()
     snapshot = Snapshot(session.module)
+    snapshot.threads = native_threads()
     module = _load_candidate(req, progress)
     _guard(snapshot, "at import")
     path = req["candidate"]
@@ -316,7 +330,7 @@ def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
 
     import torch
 
-    from kernelevolve.harness.probe import Snapshot
+    from kernelevolve.harness.probe import Snapshot, native_threads, warm_thread_pools
 
     clock = time.perf_counter  # bound before candidate code exists
     progress.stage("problem")
@@ -339,7 +353,9 @@ def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 compiled[case.name] = fn
         except Exception as exc:  # noqa: BLE001 - the baseline's failure is not the candidate's
             compiled, compile_error = {}, f"torch.compile failed: {type(exc).__name__}: {exc}"
-    snapshot = Snapshot(session.module)
+    warm_thread_pools()
+    snapshot = Snapshot(session.module, models=list(refs.values()) + list(compiled.values()))
+    snapshot.threads = native_threads()
     module = _load_candidate(req, progress)
     _guard(snapshot, "at import")
     path = req["candidate"]

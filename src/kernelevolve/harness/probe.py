@@ -25,6 +25,7 @@ squeeze_ stride sym_size sym_stride sym_numel size dim t transpose unbind unflat
 unsqueeze_ view view_as _unsafe_view _reshape_alias _to_copy to zero_ zeros zeros_like
 _local_scalar_dense is_contiguous numel item set_ narrow unfold flatten movedim moveaxis
 chunk tensor_split as_strided_ _conj _neg_view resolve_conj resolve_neg record_stream
+broadcast_in_dim convert_element_type collapse_view expand_dims split_dim view_of
 """.split())
 
 _WATCHED_SETTINGS = (
@@ -46,7 +47,7 @@ def _namespace(obj: Any) -> dict[str, Any]:
 class Snapshot:
     """Identity of every attribute of the objects a candidate could patch."""
 
-    def __init__(self, problem_module: types.ModuleType):
+    def __init__(self, problem_module: types.ModuleType, models: list[Any] = ()):
         import torch
         import torch.nn.functional as F
 
@@ -67,6 +68,25 @@ class Snapshot:
                 self._ids[(label, name)] = id(value)
         self._targets = targets
         self._settings = self._read_settings()
+        # The reference model instances timed beside the candidate: their attributes,
+        # submodules, parameters and buffers must not be swapped (e.g. a slower forward set on
+        # the instance, found through gc) to make the baseline look slow.
+        self._models = [m for model in models for m in _submodules(model)]
+        self._model_state = [self._module_state(m) for m in self._models]
+        self.threads: set[str] | None = None
+
+    @staticmethod
+    def _module_state(module: Any) -> dict[str, Any]:
+        import torch
+
+        state: dict[str, Any] = {f"attr {k}": id(v) for k, v in vars(module).items()}
+        for group in ("_parameters", "_buffers", "_modules"):
+            for name, value in (getattr(module, group, None) or {}).items():
+                state[f"{group[1:-1]} {name}"] = id(value)
+                if isinstance(value, torch.Tensor):
+                    state[f"{group[1:-1]} {name} data"] = (value.data_ptr(), str(value.dtype),
+                                                           tuple(value.shape))
+        return state
 
     @staticmethod
     def _read_settings() -> dict[str, Any]:
@@ -89,10 +109,21 @@ class Snapshot:
                 found.append(f"{label}.{name} was deleted")
             elif id(current[name]) != ident:
                 found.append(f"{label}.{name} was replaced")
+        for i, (module, before) in enumerate(zip(self._models, self._model_state)):
+            after = self._module_state(module)
+            for key in sorted(set(before) | set(after)):
+                if before.get(key) != after.get(key):
+                    found.append(f"reference model {type(module).__name__} ({i}): {key} changed")
+                    break
         for label, value in self._read_settings().items():
             if self._settings.get(label, value) != value:
                 found.append(f"{label} changed from {self._settings[label]!r} to {value!r}")
         return found
+
+
+def _submodules(model: Any) -> list[Any]:
+    modules = getattr(model, "modules", None)
+    return list(modules()) if callable(modules) else [model]
 
 
 class OpRecorder:
@@ -123,6 +154,28 @@ class OpRecorder:
                       and op not in _NON_COMPUTE)
 
 
+def decomposed_ops(model: Any, inputs: list[Any]) -> list[str]:
+    """The reference's compute ops after torch's core decompositions (softmax -> amax, sub, exp,
+    sum, div): a candidate that rebuilds the reference from these smaller ops is a fallback too.
+    Empty when the model cannot be traced (data-dependent control flow, ...)."""
+    import torch
+    from torch._decomp import decomposition_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    try:
+        with torch.no_grad():
+            graph = make_fx(lambda *xs: model(*xs),
+                            decomposition_table=decomposition_table)(*inputs)
+    except Exception:  # noqa: BLE001 - not traceable: the plain op check still applies
+        return []
+    ops = set()
+    for node in graph.graph.nodes:
+        packet = getattr(node.target, "overloadpacket", None)
+        if node.op == "call_function" and packet is not None:
+            ops.add(packet.__name__)
+    return sorted(op for op in ops if op.rstrip("_") not in _NON_COMPUTE and op not in _NON_COMPUTE)
+
+
 # ---- threads -----------------------------------------------------------------------------------
 def python_threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.ident is not None}
@@ -144,6 +197,49 @@ def _thread_cpu_ticks() -> dict[str, int]:
     except OSError:
         pass
     return ticks
+
+
+def native_threads() -> set[str]:
+    """Thread ids of this process (Linux), the main thread excluded."""
+    try:
+        return set(os.listdir("/proc/self/task")) - {str(os.getpid())}
+    except OSError:
+        return set()
+
+
+_WARM_OMP = r"""
+extern "C" int ke_warm_omp() {
+    int n = 0;
+    #pragma omp parallel reduction(+:n)
+    n += 1;
+    return n;
+}
+"""
+
+
+def warm_thread_pools() -> None:
+    """Start every thread pool a legitimate candidate may use BEFORE it runs, so that any
+    native thread alive after a forward (and not here before) is the candidate's own.
+
+    torch's OpenMP runtime (bundled with torch), g++'s libgomp (which load_cpp libraries link
+    against; one copy per process, so warming it here warms the candidate's) and numpy's BLAS
+    (the Triton interpreter's tl.dot) each create their pool on first use.
+    """
+    import numpy as np
+    import torch
+
+    from kernelevolve.runtime import launches
+    from kernelevolve.runtime.cpp import load_cpp
+
+    with torch.no_grad():
+        torch.ones(1 << 20).sum()
+        torch.mm(torch.ones(128, 128), torch.ones(128, 128))
+    np.ones((128, 128)) @ np.ones((128, 128))
+    try:
+        load_cpp(_WARM_OMP, name="ke_warm_omp").ke_warm_omp()
+    except Exception:  # noqa: BLE001 - no compiler: no C++ candidate can run either
+        pass
+    launches.reset_launch_counts()
 
 
 def busy_background_threads(window_s: float = 0.05) -> int:

@@ -42,7 +42,7 @@ class Platform:
         # the default spin-wait, each runtime's idle threads steal the other's cores during
         # interleaved timing (seen: a 20k-element kernel at 8 ms instead of 0.02 ms).
         return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-                "OMP_WAIT_POLICY": "PASSIVE"}
+                "OPENBLAS_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
 
     def preload(self) -> list[str]:
         """Modules the worker server imports once before forking children."""

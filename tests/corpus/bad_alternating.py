@@ -1,0 +1,45 @@
+# problem: softmax
+# expect: correctness|integrity
+# reason: second time|wrong result
+"""Double-buffered output with an off-by-one: the kernel always writes buffer A, but every
+second call returns buffer B, which was never written (correct on odd calls only)."""
+import ctypes
+
+import torch
+import torch.nn as nn
+
+from kernelevolve.runtime import load_cpp, ptr
+
+SRC = r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
+    #pragma omp parallel for if(rows * cols > 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; ++c) { yr[c] = std::exp(xr[c] - m); s += yr[c]; }
+        const float inv = static_cast<float>(1.0 / s);
+        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    }
+}
+"""
+lib = load_cpp(SRC, name="corpus_softmax")
+lib.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+lib.softmax_rows.restype = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        x = x.contiguous()
+        self.calls += 1
+        a, b = torch.empty_like(x), torch.empty_like(x)
+        lib.softmax_rows(ptr(x), ptr(a), x.shape[0], x.shape[1])
+        return a if self.calls % 2 else b

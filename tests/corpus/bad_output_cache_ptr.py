@@ -1,0 +1,50 @@
+# problem: softmax
+# expect: correctness|integrity
+# reason: cache|wrong result
+"""Memoises the output per input *tensor* (data pointer and shape). Correct whenever the inputs
+are fresh tensors, but a benchmark loop that reuses the same input tensors gets cached results
+for free, so the kernel looks orders of magnitude faster than it is."""
+import ctypes
+
+import torch
+import torch.nn as nn
+
+from kernelevolve.runtime import load_cpp, ptr
+
+SRC = r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
+    #pragma omp parallel for if(rows * cols > 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; ++c) { yr[c] = std::exp(xr[c] - m); s += yr[c]; }
+        const float inv = static_cast<float>(1.0 / s);
+        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    }
+}
+"""
+lib = load_cpp(SRC, name="corpus_softmax")
+lib.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+lib.softmax_rows.restype = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = {}
+
+    def forward(self, x):
+        key = (x.data_ptr(), tuple(x.shape), tuple(x.stride()))
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.softmax_rows(ptr(x), ptr(y), x.shape[0], x.shape[1])
+        self.cache[key] = y
+        return y

@@ -1,0 +1,52 @@
+# problem: softmax
+# expect: static
+# reason: threading
+# runtime: integrity
+# runtime_reason: new Python thread
+"""Launches the C++ kernel on a Python thread and returns the output buffer at once, without
+joining: the timed call measures only the thread start, the work finishes afterwards."""
+import ctypes
+import threading
+
+import torch
+import torch.nn as nn
+
+from kernelevolve.runtime import load_cpp, ptr
+
+SRC = r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
+    #pragma omp parallel for if(rows * cols > 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; ++c) { yr[c] = std::exp(xr[c] - m); s += yr[c]; }
+        const float inv = static_cast<float>(1.0 / s);
+        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    }
+}
+"""
+lib = load_cpp(SRC, name="corpus_softmax")
+lib.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+lib.softmax_rows.restype = None
+
+
+_pending = []  # (thread, x, y): buffers stay alive until their thread is done
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        worker = threading.Thread(target=lib.softmax_rows,
+                                  args=(ptr(x), ptr(y), x.shape[0], x.shape[1]), daemon=True)
+        worker.start()
+        _pending[:] = [p for p in _pending if p[0].is_alive()] + [(worker, x, y)]
+        return y
