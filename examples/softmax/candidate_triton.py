@@ -16,6 +16,10 @@ import triton.language as tl
 # the interpreter's per-program overhead (about 2 ms) small: 64 programs for 1M values.
 BLOCK_ELEMENTS = 16384
 NUM_WARPS = 8
+# The `tune` operator tries these values (powers of two, as tl.arange needs). They change
+# how the work is split, never the result; on CPU (the interpreter) nothing is timed, so
+# tuning them pays off on a GPU only.
+TUNABLES = {"BLOCK_ELEMENTS": [4096, 8192, 16384, 32768], "NUM_WARPS": [4, 8, 16]}
 
 
 @triton.jit

@@ -1,9 +1,18 @@
-"""kernelevolve: agentic kernel optimisation with a gated, sandboxed, honest harness."""
+"""kernelevolve: agentic kernel optimisation with a gated, sandboxed, honest harness.
+
+    import kernelevolve
+    result = kernelevolve.evaluate("problem.py", "candidate.py", platform="cpu")
+    run = kernelevolve.optimize("problem.py", seeds=["candidate.py"], max_evals=30)
+    run = kernelevolve.Run.load(run.id)          # later, or from another process
+"""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kernelevolve.run import Run
 
 
 def evaluate(problem: Any, candidate: Any, **kwargs: Any):
@@ -13,4 +22,30 @@ def evaluate(problem: Any, candidate: Any, **kwargs: Any):
     return _evaluate(problem, candidate, **kwargs)
 
 
-__all__ = ["evaluate", "__version__"]
+def optimize(problem: Any, *, seeds: list[Any] = (), workspace: Any = ".kernelevolve",
+             platform: str = "cpu", operators: list[str] = ("tune",), policy: str = "ucb",
+             max_evals: int | None = 30, max_time: float | None = None,
+             target: float | None = None, workers: int = 1, seed: int = 0,
+             allow_no_kernel: bool = False, strict: bool = False) -> "Run":
+    """Run a search (as `kernelevolve optimize` does) and return the finished `Run`."""
+    from kernelevolve.run import Run, RunConfig
+    from kernelevolve.search.termination import Budgets
+
+    config = RunConfig(platform=platform, operators=list(operators), policy=policy,
+                       workers=workers, seed=seed, allow_no_kernel=allow_no_kernel,
+                       strict=strict, budgets=Budgets(max_evals=max_evals, max_time_s=max_time,
+                                                      target_speedup=target))
+    run = Run.create(problem, config, seeds=list(seeds), workspace=workspace)
+    run.execute()
+    return run
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Run":  # imported lazily: `import kernelevolve` stays light
+        from kernelevolve.run import Run
+
+        return Run
+    raise AttributeError(f"module 'kernelevolve' has no attribute {name!r}")
+
+
+__all__ = ["evaluate", "optimize", "Run", "__version__"]

@@ -172,6 +172,23 @@ class Run:
     def record(self):
         return self.store.get_run(self.id)
 
+    @property
+    def status(self) -> str:
+        return self.record.status
+
+    @property
+    def outcome(self) -> dict[str, Any] | None:
+        return self.record.outcome
+
+    def summary(self) -> dict[str, Any]:
+        """What `kernelevolve show --json` prints."""
+        from kernelevolve.report.summary import run_summary
+
+        return run_summary(self)
+
+    def best_source(self) -> str | None:
+        return self.summary()["best_source"]
+
     def _dir(self) -> Path:
         path = self.workspace / "runs" / self.id
         path.mkdir(parents=True, exist_ok=True)
@@ -297,15 +314,13 @@ class Run:
 
 
 def _seed_meta(source: str) -> dict[str, Any]:
+    """A seed's tunable configuration, so tune never proposes the seed itself again."""
+    from kernelevolve.operators.tune import tune_meta
+
     try:
-        from kernelevolve.operators.tunables import read_config
-    except ImportError:  # pragma: no cover
+        return tune_meta(source) or {}
+    except ValueError:  # malformed TUNABLES: tune will skip this parent and say why
         return {}
-    try:
-        config = read_config(source)
-    except ValueError:
-        return {}
-    return {"tune_config": config} if config else {}
 
 
 def file_hash(path: str | Path) -> str:
