@@ -51,6 +51,10 @@ def test_corpus_candidate(evaluator, path):
         opts = replace(evaluator.options, static_rules=False)
         result = evaluator.evaluate(problem_path(fields["problem"]), path, options=opts)
         _check(result, fields["runtime"], fields.get("runtime_reason"), path.name + " (runtime)")
+        # Escape attempts that ran (static rules off) must have left no trace outside the sandbox.
+        for target in (Path("/tmp") / f"kernelevolve_escape_{path.stem}.txt",
+                       Path.home() / f"kernelevolve_escape_{path.stem}.txt"):
+            assert not target.exists(), f"{path.name} wrote {target} from inside the sandbox"
 
 
 def test_pool_usable_after_corpus(evaluator):
