@@ -359,17 +359,10 @@ def test_if_main_block_still_checked():
 
 # ---- examples and corpus ------------------------------------------------------------------------
 
-_HEADER = re.compile(r"^# (\w+): (.*)$")
-
-
 def _header(path: Path) -> dict[str, str]:
-    fields = {}
-    for line in path.read_text().splitlines():
-        m = _HEADER.match(line)
-        if not m:
-            break
-        fields[m.group(1)] = m.group(2).strip()
-    return fields
+    from test_corpus import header
+
+    return header(path)
 
 
 def _stages(path: Path) -> set[str]:

@@ -1,6 +1,6 @@
 # problem: softmax
 # expect: integrity
-# reason: native thread|kept computing
+# reason: native thread
 """The C++ kernel computes the right result but also starts a detached std::thread that keeps a
 core busy (a "cache warmer") for half a second after every call, work no timer of forward sees."""
 import ctypes

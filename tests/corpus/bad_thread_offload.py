@@ -2,7 +2,7 @@
 # expect: static
 # reason: threading
 # runtime: integrity
-# runtime_reason: new Python thread
+# runtime_reason: new Python thread|native thread
 """Launches the C++ kernel on a Python thread and returns the output buffer at once, without
 joining: the timed call measures only the thread start, the work finishes afterwards."""
 import ctypes

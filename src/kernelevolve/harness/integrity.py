@@ -64,8 +64,10 @@ def fallback_problem(case: str, ref_ops: list[str], cand_ops: list[str],
     if policy.strict and cand_ops:
         return (f"--strict: forward dispatched ATen compute ops {cand_ops[:6]} on case {case!r}; "
                 "in strict mode every computation must be in the candidate's own kernels")
-    for ops, how in ((ref_ops, "the reference's compute ops"),
-                     (decomposed, "the reference's decomposed compute ops")):
+    checks = [(ref_ops, "the reference's compute ops")]
+    if not policy.allow_no_kernel:  # with it, a torch reimplementation is what was allowed
+        checks.append((decomposed, "the reference's decomposed compute ops"))
+    for ops, how in checks:
         if ops and set(_norm(ops)) <= set(_norm(cand_ops)):
             return (f"fallback: forward dispatches all of {how} ({', '.join(ops[:6])}) on case "
                     f"{case!r}, so the reference computation runs in torch; replace at least "
