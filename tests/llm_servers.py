@@ -1,0 +1,299 @@
+"""Local fake LLM servers for tests: real OpenAI and Anthropic wire protocols, scripted replies.
+
+Why a real HTTP server rather than mocking the SDK: the code under test then runs exactly as in
+production, official SDK, headers, JSON parsing, timeouts and all, and the test can assert on what
+actually went over the wire (the prompt, the API key header, the sampling parameters).
+
+Usage
+-----
+    from llm_servers import Reply, ScriptedServer, prompt_of
+
+    with ScriptedServer([Reply(status=429, headers={"Retry-After": "1"}),
+                         Reply(text="```python\\nclass ModelNew: ...\\n```")]) as server:
+        cfg = LLMConfig("openai", "gpt-4o", base_url=server.openai_base_url,
+                        api_key_env="KE_TEST_OPENAI_KEY")
+        ...                                       # or for the CLI:
+        # --llm openai:gpt-4o --llm-base-url {server.openai_base_url}
+        # --llm anthropic:claude-sonnet-4-5 --llm-base-url {server.anthropic_base_url}
+        assert server.requests[-1].json["model"] == "gpt-4o"
+        assert "def forward" in server.requests[-1].prompt
+
+Base URLs: the openai SDK appends "/chat/completions" to its base_url, whose default is
+"https://api.openai.com/v1", so pass `server.openai_base_url` ("http://127.0.0.1:PORT/v1"). The
+anthropic SDK appends "/v1/messages" to a base_url whose default is "https://api.anthropic.com",
+so pass `server.anthropic_base_url` ("http://127.0.0.1:PORT"). `server.base_url_for(provider)`
+picks the right one. The server routes on the path's ending (".../chat/completions" or
+".../messages"), so a doubled "/v1" still works, but the requests record the path as sent.
+
+Script: a list of `Reply` (or plain strings, meaning `Reply(text=...)`), consumed in order, one
+per request; when it runs out, the LAST item repeats (so `[Reply(status=500)]` always fails and
+`[Reply(status=429), Reply(text="ok")]` fails once, then always answers "ok"). No script at all
+answers `Reply()` ("ok") forever. `server.push(...)` appends to the script mid-test. Or pass
+`handler=fn`: fn(request_json: dict) -> Reply | str is called for every request instead (use
+`prompt_of(request_json)` to see the prompt text), e.g. to answer depending on the prompt.
+
+The server runs in a daemon thread, binds 127.0.0.1 on a free port, and never touches the
+network. Delayed replies (`Reply(delay_s=...)`) are cut short when the server closes, so a
+timeout test does not hold up teardown.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable, Union
+
+__all__ = ["Reply", "RecordedRequest", "ScriptedServer", "prompt_of"]
+
+# Default error bodies, in each protocol's shape, by status.
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
+                500: "api_error", 503: "api_error", 529: "overloaded_error"}
+
+
+@dataclass
+class Reply:
+    """One scripted answer.
+
+    status 200 builds a protocol-correct success body from `text`, `finish_reason` and the token
+    counts (default: about one token per 4 characters of prompt / reply, at least 1). Any other
+    status sends `body` (default: a protocol-shaped error JSON saying "scripted <status>").
+    `body` given with status 200 replaces the whole success JSON (for malformed-reply tests).
+    `headers` are added to the response (e.g. {"Retry-After": "1"}). `delay_s` waits before
+    answering (to provoke a client timeout or to measure concurrency).
+    """
+
+    text: str = "ok"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    delay_s: float = 0.0
+    finish_reason: str | None = None  # default: "stop" (OpenAI) / "end_turn" (Anthropic)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
+@dataclass
+class RecordedRequest:
+    """One request as it arrived. `headers` keys are lower-case; `json` is the parsed body."""
+
+    path: str
+    headers: dict[str, str]
+    json: Any
+    protocol: str  # "openai" or "anthropic"
+    arrived: float  # time.monotonic()
+    finished: float | None = None  # when the reply was sent (or abandoned)
+
+    @property
+    def prompt(self) -> str:
+        """System and user text of the request, joined (for `"..." in request.prompt`)."""
+        return prompt_of(self.json)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content blocks [{"type": "text", "text": ...}]
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+def prompt_of(request_json: Any) -> str:
+    """All prompt text of an OpenAI or Anthropic request body: system first, then messages."""
+    if not isinstance(request_json, dict):
+        return ""
+    parts = [_text_of(request_json.get("system", ""))]
+    parts += [_text_of(m.get("content")) for m in request_json.get("messages", [])
+              if isinstance(m, dict)]
+    return "\n".join(p for p in parts if p)
+
+
+Script = Iterable[Union[Reply, str]]
+Handler = Callable[[Any], Union[Reply, str]]
+
+
+class ScriptedServer:
+    """A local server speaking POST /v1/chat/completions and POST /v1/messages. See module doc.
+
+    Attributes for assertions: `requests` (list of RecordedRequest, in arrival order),
+    `max_in_flight` (the most requests the server was handling at the same moment).
+    """
+
+    def __init__(self, script: Script | None = None, *, handler: Handler | None = None):
+        if script is not None and handler is not None:
+            raise ValueError("give a script or a handler, not both")
+        self._script = [Reply(text=r) if isinstance(r, str) else r for r in (script or [])]
+        self._handler = handler
+        self._last: Reply = Reply()
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._ids = itertools.count(1)
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> "ScriptedServer":
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True  # a delayed reply must not block close()
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "ScriptedServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- addresses ------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """http://127.0.0.1:PORT (no path)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """For openai.AsyncOpenAI(base_url=...) and --llm-base-url with openai:MODEL."""
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """For anthropic.AsyncAnthropic(base_url=...) and --llm-base-url with anthropic:MODEL."""
+        return self.url
+
+    def base_url_for(self, provider: str) -> str:
+        return {"openai": self.openai_base_url, "anthropic": self.anthropic_base_url}[provider]
+
+    # -- script ---------------------------------------------------------------------------
+
+    def push(self, *replies: Reply | str) -> None:
+        """Append replies to the script (they come after anything not yet consumed)."""
+        with self._lock:
+            self._script += [Reply(text=r) if isinstance(r, str) else r for r in replies]
+
+    def _next_reply(self, request_json: Any) -> Reply:
+        if self._handler is not None:
+            reply = self._handler(request_json)
+            return Reply(text=reply) if isinstance(reply, str) else reply
+        with self._lock:
+            if self._script:
+                self._last = self._script.pop(0)
+            return self._last
+
+    def _enter(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            request.finished = time.monotonic()
+
+
+def _approx_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _success_body(protocol: str, reply: Reply, request_json: dict, rid: int) -> dict:
+    model = request_json.get("model", "unknown")
+    t_in = reply.tokens_in if reply.tokens_in is not None else _approx_tokens(
+        prompt_of(request_json))
+    t_out = reply.tokens_out if reply.tokens_out is not None else _approx_tokens(reply.text)
+    if protocol == "openai":
+        return {"id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "finish_reason": reply.finish_reason or "stop",
+                             "message": {"role": "assistant", "content": reply.text}}],
+                "usage": {"prompt_tokens": t_in, "completion_tokens": t_out,
+                          "total_tokens": t_in + t_out}}
+    return {"id": f"msg_{rid:08d}", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": reply.text}],
+            "stop_reason": reply.finish_reason or "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": t_in, "output_tokens": t_out}}
+
+
+def _error_body(protocol: str, status: int) -> dict:
+    kind = _ERROR_TYPES.get(status, "api_error")
+    message = f"scripted {status}"
+    if protocol == "openai":
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
+    class _Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real API servers do
+
+        def log_message(self, *args: Any) -> None:  # keep pytest output clean
+            pass
+
+        def do_POST(self) -> None:
+            arrived = time.monotonic()
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path.endswith("/chat/completions"):
+                protocol = "openai"
+            elif path.endswith("/messages"):
+                protocol = "anthropic"
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}}, {})
+                return
+            request = RecordedRequest(path=self.path, protocol=protocol, json=body,
+                                      headers={k.lower(): v for k, v in self.headers.items()},
+                                      arrived=arrived)
+            server._enter(request)
+            try:
+                reply = server._next_reply(body)
+                if reply.delay_s > 0 and server._closing.wait(reply.delay_s):
+                    return  # server closing: abandon the reply
+                if reply.status == 200:
+                    out = reply.body if reply.body is not None else _success_body(
+                        protocol, reply, body if isinstance(body, dict) else {}, next(server._ids))
+                else:
+                    out = reply.body if reply.body is not None else _error_body(
+                        protocol, reply.status)
+                self._send(reply.status, out, reply.headers)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test); nothing to answer
+            finally:
+                server._leave(request)
+
+        def _send(self, status: int, out: Any, headers: dict[str, str]) -> None:
+            data = out.encode() if isinstance(out, str) else json.dumps(out).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+    return _Handler
