@@ -50,6 +50,9 @@ class FakeHooks:
     def source(self, node_id):
         return self.sources[node_id]
 
+    def result(self, node_id):
+        return {}
+
 
 class StepOperator:
     """Proposes X-1 and X+1 around each parent (or X=start from the root), within [lo, hi]."""

@@ -79,30 +79,43 @@ def optimize_cmd(
     problem: Path = typer.Argument(..., help="Problem module (KernelBench format)."),
     seed_candidate: Optional[list[Path]] = typer.Option(None, "--seed-candidate",
                                                         help="Starting candidate (repeatable)."),
-    platform: str = typer.Option("cpu", help="Platform: cpu, cuda or rocm."),
+    config_file: Optional[Path] = typer.Option(None, "--config",
+                                               help="Run config file (TOML); flags override it."),
+    platform: Optional[str] = typer.Option(None, help="Platform: cpu, cuda or rocm."),
     operator: Optional[list[str]] = typer.Option(None, "--operator",
-                                                 help="Operator to use (repeatable); default tune."),
-    policy: str = typer.Option("ucb", help="Selection policy: ucb, beam, greedy or random."),
-    max_evals: int = typer.Option(30, "--max-evals", help="Evaluation budget."),
+                                                 help="Operator (repeatable): tune, llm."),
+    policy: Optional[str] = typer.Option(None, help="Selection policy: ucb, beam, greedy, random."),
+    max_evals: Optional[int] = typer.Option(None, "--max-evals", help="Evaluation budget (30)."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Wall-time budget, seconds."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="LLM budget, dollars."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="LLM budget, tokens."),
     target: Optional[float] = typer.Option(None, "--target", help="Stop at this speedup."),
-    workers: int = typer.Option(1, help="Sandboxed evaluation workers."),
-    seed: int = typer.Option(0, help="Seed for the search's random choices."),
+    workers: Optional[int] = typer.Option(None, help="Sandboxed evaluation workers (1)."),
+    seed: Optional[int] = typer.Option(None, help="Seed for the search's random choices."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="PROVIDER:MODEL, e.g. openai:gpt-5."),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url",
+                                               help="OpenAI-compatible server (vLLM, Ollama...)."),
+    llm_api_key_env: Optional[str] = typer.Option(None, "--llm-api-key-env",
+                                                  help="Variable holding the API key."),
+    language: Optional[str] = typer.Option(None, help="Language the LLM writes (cpp, triton...)."),
+    notes: Optional[list[Path]] = typer.Option(None, "--notes", help="Extra knowledge notes dir."),
     workspace: Path = WORKSPACE_OPT,
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the run summary here."),
     allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel"),
     strict: bool = typer.Option(False, "--strict"),
 ) -> None:
     """Search for a faster kernel for PROBLEM; prints the outcome and the best kernel's path."""
-    from kernelevolve.run import Run, RunConfig
-    from kernelevolve.search.termination import Budgets
+    from kernelevolve.config import build_config
+    from kernelevolve.run import Run
 
     with _user_errors():
-        config = RunConfig(platform=platform, operators=list(operator or ["tune"]), policy=policy,
-                           workers=workers, seed=seed, allow_no_kernel=allow_no_kernel,
-                           strict=strict, budgets=Budgets(max_evals=max_evals,
-                                                          max_time_s=max_time,
-                                                          target_speedup=target))
+        flags = {"platform": platform, "operators": operator, "policy": policy,
+                 "max_evals": max_evals, "max_time": max_time, "max_cost": max_cost,
+                 "max_tokens": max_tokens, "target": target, "workers": workers, "seed": seed,
+                 "llm": llm, "llm_base_url": llm_base_url, "llm_api_key_env": llm_api_key_env,
+                 "language": language, "notes": [str(n) for n in notes or []] or None,
+                 "allow_no_kernel": allow_no_kernel or None, "strict": strict or None}
+        config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
         _execute(run, json_path)
 
@@ -202,6 +215,18 @@ def report_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefi
     with _user_errors():
         write_html(run_summary(Run.load(run_id, workspace)), html)
         print(f"wrote {html}")
+
+
+def _register_subapps() -> None:
+    from kernelevolve.knowledge.cli import kb_app
+
+    app.add_typer(kb_app, name="kb", help="The knowledge base: list, search, show, add, validate.")
+
+
+try:
+    _register_subapps()
+except ImportError:  # pragma: no cover - the knowledge package ships with kernelevolve
+    pass
 
 
 class _user_errors:

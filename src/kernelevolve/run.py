@@ -8,26 +8,25 @@ finalists and stores the outcome.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelevolve.config import RunConfig, api_key_var
 from kernelevolve.errors import KernelevolveError, UsageError
 from kernelevolve.harness.evaluate import EvalOptions, Evaluator
 from kernelevolve.harness.integrity import IntegrityPolicy
-from kernelevolve.harness.timing import TimingPolicy
-from kernelevolve.operators.base import Draft
-from kernelevolve.operators.registry import make_operators
+from kernelevolve.operators.registry import OperatorDeps, make_operators
 from kernelevolve.problem import load_problem
+from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
 from kernelevolve.search.engine import EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
+from kernelevolve.search.memory import summarize
 from kernelevolve.search.policies import make_policy
-from kernelevolve.search.termination import Budgets, Progress
+from kernelevolve.search.termination import Progress
 from kernelevolve.store import Store
 
 DEFAULT_WORKSPACE = Path(".kernelevolve")
@@ -40,92 +39,8 @@ class RunError(KernelevolveError):
     """A run that cannot start or continue as asked (changed fingerprint, finished run...)."""
 
 
-@dataclass
-class RunConfig:
-    platform: str = "cpu"
-    operators: list[str] = field(default_factory=lambda: ["tune"])
-    policy: str = "ucb"
-    workers: int = 1
-    max_in_flight: int | None = None        # default: one evaluation per worker
-    seed: int = 0
-    budgets: Budgets = field(default_factory=Budgets)
-    allow_no_kernel: bool = False
-    strict: bool = False
-    final_top_k: int = 3
-    search_timing: TimingPolicy = field(default_factory=TimingPolicy)
-    final_timing: TimingPolicy = field(default_factory=lambda: TimingPolicy(
-        min_reps=30, min_time_s=1.0, max_time_s=6.0))
-    sandbox: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
-        data = dict(data)
-        data["budgets"] = Budgets(**data.get("budgets", {}))
-        for key in ("search_timing", "final_timing"):
-            if key in data:
-                data[key] = TimingPolicy(**data[key])
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    def validate(self) -> None:
-        if self.workers < 1:
-            raise UsageError(f"--workers {self.workers}: at least one worker is needed")
-        make_policy(self.policy)
-        make_operators(self.operators)
-        b = self.budgets
-        if b.max_evals is not None and b.max_evals < 1:
-            raise UsageError(f"--max-evals {b.max_evals}: must be at least 1")
-        if b.max_time_s is not None and b.max_time_s <= 0:
-            raise UsageError(f"--max-time {b.max_time_s}: must be positive")
-
-
 def new_run_id() -> str:
     return time.strftime("r%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-class _Hooks:
-    """Persists what the engine does; every write is one transaction in the store."""
-
-    def __init__(self, run: "Run"):
-        self.run, self.store, self.run_id = run, run.store, run.id
-        self._last_elapsed_save = time.monotonic()
-
-    def add_node(self, draft: Draft) -> Node:
-        rec = self.store.add_node(self.run_id, parents=list(draft.parents), operator=draft.operator,
-                                  rationale=draft.rationale, source=draft.source, meta=draft.meta)
-        self.run._write_source(rec.id, draft.source)
-        return _node(rec)
-
-    def record(self, node: Node, result: dict[str, Any], wall_s: float) -> None:
-        self.store.record_evaluation(self.run_id, node.id, result, wall_s)
-        now = time.monotonic()
-        self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
-        self._last_elapsed_save = now
-
-    def infra_failure(self, node: Node, reason: str) -> None:
-        self.store.mark_infra_failure(self.run_id, node.id, reason)
-
-    def event(self, kind: str, data: dict[str, Any]) -> None:
-        self.store.add_event(self.run_id, kind, data)
-
-    def source(self, node_id: int) -> str:
-        return self.store.source(self.run_id, node_id)
-
-    def flush_elapsed(self) -> None:
-        now = time.monotonic()
-        self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
-        self._last_elapsed_save = now
-
-
-def _node(rec: Any) -> Node:
-    status = "root" if rec.id == ROOT else rec.status
-    fitness = 1.0 if rec.id == ROOT else rec.fitness
-    return Node(id=rec.id, parents=tuple(rec.parents), operator=rec.operator,
-                rationale=rec.rationale, source_hash=rec.source_hash, status=status,
-                stage=rec.stage, fitness=fitness, speedup=rec.speedup, meta=dict(rec.meta or {}))
 
 
 class Run:
@@ -206,7 +121,7 @@ class Run:
         graph = SearchGraph()
         order = {nid: i for i, (nid, _) in enumerate(self.store.evaluations(self.id))}
         for rec in self.store.nodes(self.id):
-            node = _node(rec)
+            node = node_from_record(rec)
             node.order = order.get(rec.id)
             if rec.status == "done":
                 result = self.store.evaluation(self.id, rec.id) or {}
@@ -241,16 +156,23 @@ class Run:
             allow_no_kernel=cfg.allow_no_kernel, strict=cfg.strict))
         from kernelevolve.executors.local import LocalExecutor
 
+        llm_config = self._llm_config()
+        secret_vars = (api_key_var(llm_config),) if llm_config else ()
         executor = LocalExecutor(Evaluator(cfg.platform, workers=cfg.workers, options=options,
-                                           sandbox_mode=cfg.sandbox), cfg.workers)
+                                           sandbox_mode=cfg.sandbox, secret_vars=secret_vars),
+                                 cfg.workers)
         try:
-            self._check_fingerprint(executor.fingerprint(), force)
+            fingerprint = executor.fingerprint()
+            self._check_fingerprint(fingerprint, force)
+            meter = CostMeter(self.store, self.id)
+            deps = self._operator_deps(problem.path, llm_config, meter)
             self.store.set_run_status(self.id, "running")
             graph = self.graph()
             self.live_graph = graph
-            hooks = _Hooks(self)
+            hooks = StoreHooks(self)
             engine = SearchEngine(
-                graph=graph, operators=make_operators(cfg.operators),
+                graph=graph, operators=make_operators(cfg.operators, deps),
+                memory=summarize, meter=meter, fingerprint=fingerprint,
                 policy=make_policy(cfg.policy),
                 evaluate=lambda node, source: self._evaluate(executor, problem, node),
                 hooks=hooks, budgets=cfg.budgets, progress=self.progress(graph),
@@ -269,12 +191,44 @@ class Run:
             self.store.add_event(self.id, "stopped", {"reason": stop_reason})
             say("re-measuring the finalists")
             outcome = self._finalize(executor, problem, graph, stop_reason)
+            if cfg.learn:
+                self._learn(graph, outcome, fingerprint)
         finally:
             executor.close()
         self.store.set_run_status(self.id, "completed", outcome)
         if outcome.get("node_id") is not None:
             (self._dir() / "best.py").write_text(self.store.source(self.id, outcome["node_id"]))
         return outcome
+
+    def _llm_config(self):
+        if not self.config.llm:
+            return None
+        from kernelevolve.llm import LLMConfig
+
+        return LLMConfig.from_dict(self.config.llm)
+
+    def knowledge_folders(self) -> tuple[list[Path], Path]:
+        return [Path(p) for p in self.config.notes], self.workspace / "knowledge" / "learned"
+
+    def _operator_deps(self, problem_path: str, llm_config, meter) -> OperatorDeps:
+        client = index = None
+        if llm_config is not None:
+            from kernelevolve.knowledge import workspace_index
+            from kernelevolve.llm import LLMClient
+
+            client = LLMClient(llm_config, on_call=meter.record)
+            # curated notes, `kb add`-ed notes, --notes folders, then what earlier runs learned
+            index = workspace_index(self.workspace, [Path(p) for p in self.config.notes])
+        return OperatorDeps(problem_path=problem_path, platform=self.config.platform,
+                            language=self.config.language, llm_client=client, knowledge=index)
+
+    def _learn(self, graph: SearchGraph, outcome: dict[str, Any], fp: dict[str, Any]) -> None:
+        from kernelevolve.learning import learn_from_run
+
+        _, learned = self.knowledge_folders()
+        paths = learn_from_run(self, graph, outcome, fp, learned)
+        for path in paths:
+            self.store.add_event(self.id, "learned_note", {"path": str(path)})
 
     async def _evaluate(self, executor, problem, node: Node) -> dict[str, Any]:
         path = self._dir() / "nodes" / f"node{node.id}.py"

@@ -53,7 +53,7 @@ class Evaluator:
 
     def __init__(self, platform: str = "cpu", *, workers: int = 1, pool: WorkerPool | None = None,
                  limits: Limits | None = None, sandbox_mode: str | None = None,
-                 options: EvalOptions | None = None):
+                 options: EvalOptions | None = None, secret_vars: tuple[str, ...] = ()):
         self.platform = get_platform(platform)
         reason = self.platform.unavailable_reason()
         if reason:
@@ -62,7 +62,7 @@ class Evaluator:
         self.options.validate()
         self._own_pool = pool is None
         self.pool = pool or WorkerPool(self.platform, workers, limits=limits,
-                                       sandbox_mode=sandbox_mode)
+                                       sandbox_mode=sandbox_mode, secret_vars=secret_vars)
 
     def close(self) -> None:
         if self._own_pool:

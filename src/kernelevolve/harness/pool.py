@@ -80,8 +80,9 @@ class JobOutcome:
 
 class Worker:
     def __init__(self, platform: Platform, threads: int, limits: Limits, sandbox_mode: str,
-                 index: int = 0):
+                 index: int = 0, secret_vars: tuple[str, ...] = ()):
         self.platform, self.threads, self.limits = platform, threads, limits
+        self.secret_vars = secret_vars
         self.sandbox_mode, self.index = sandbox_mode, index
         self.proc: subprocess.Popen[bytes] | None = None
         self.root: Path | None = None
@@ -105,7 +106,7 @@ class Worker:
                  "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
                  "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
                  "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(self.root)}
-        env, removed = sandbox.scrubbed_env(extra=extra)
+        env, removed = sandbox.scrubbed_env(extra=extra, also_drop=self.secret_vars)
         cmd = [*plan.prefix, sys.executable, "-m", "kernelevolve.harness.server"]
         log = open(self.root / "server.log", "ab")
         try:
@@ -266,15 +267,15 @@ class WorkerPool:
 
     def __init__(self, platform: str | Platform = "cpu", workers: int = 1, *,
                  limits: Limits | None = None, sandbox_mode: str | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, secret_vars: tuple[str, ...] = ()):
         if workers < 1:
             raise ValueError("a pool needs at least one worker")
         self.platform = get_platform(platform) if isinstance(platform, str) else platform
         self.limits = limits or Limits()
         self.threads = threads or default_threads(workers)
         mode = sandbox_mode or knobs.sandbox_mode()
-        self.workers = [Worker(self.platform, self.threads, self.limits, mode, i)
-                        for i in range(workers)]
+        self.workers = [Worker(self.platform, self.threads, self.limits, mode, i,
+                               tuple(secret_vars)) for i in range(workers)]
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._fingerprint: dict[str, Any] | None = None
         self._lock = threading.Lock()

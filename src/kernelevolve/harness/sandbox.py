@@ -37,10 +37,12 @@ def is_sensitive(name: str) -> bool:
 
 
 def scrubbed_env(base: dict[str, str] | None = None,
-                 extra: dict[str, str] | None = None) -> tuple[dict[str, str], int]:
-    """The environment a worker gets: `base` minus anything sensitive, plus `extra`."""
+                 extra: dict[str, str] | None = None,
+                 also_drop: tuple[str, ...] = ()) -> tuple[dict[str, str], int]:
+    """The environment a worker gets: `base` minus anything sensitive (and `also_drop`, e.g.
+    an API-key variable with an unusual name), plus `extra`."""
     base = dict(os.environ if base is None else base)
-    env = {k: v for k, v in base.items() if not is_sensitive(k)}
+    env = {k: v for k, v in base.items() if not is_sensitive(k) and k not in also_drop}
     removed = len(base) - len(env)
     env.update(extra or {})
     return env, removed

@@ -7,7 +7,7 @@ engine deduplicates, stores and evaluates them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class ParentView:
     stage: str                      # gate stage reached ("accepted" when it passed)
     reason: str
     meta: dict[str, Any] = field(default_factory=dict)  # operator-owned data, e.g. tune config
+    result: dict[str, Any] = field(default_factory=dict)  # full EvalResult dict, when evaluated
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ class ProposalContext:
     seen_meta: tuple[dict[str, Any], ...]  # meta of every node (e.g. tune configs already tried)
     rng_seed: int                        # operators draw randomness from this, for replay
     want: int = 1                        # how many drafts the engine would like
+    memory: str = ""                     # compact summary of what the run has tried so far
+    fingerprint: dict[str, Any] = field(default_factory=dict)  # the measuring machine
+    # Operators report what is not a draft (e.g. an LLM reply with no usable code) here;
+    # the engine stores it as an event, and the funnel counts `generation_failure` events.
+    report: Callable[[str, dict[str, Any]], None] = field(default=lambda kind, data: None,
+                                                           compare=False, repr=False)
 
 
 @dataclass(frozen=True)

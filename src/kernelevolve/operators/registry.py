@@ -1,24 +1,53 @@
 """Operator registry: names to factories; an unknown name lists what is registered."""
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from kernelevolve.errors import UsageError
 from kernelevolve.operators.base import Operator
 
 
-def _tune() -> Operator:
+@dataclass
+class OperatorDeps:
+    """What operator factories may need from the run (the LLM ones need a client)."""
+
+    problem_path: str = ""
+    platform: str = "cpu"
+    language: str | None = None
+    llm_client: Any = None
+    knowledge: Any = None
+
+
+def _tune(deps: OperatorDeps) -> Operator:
     from kernelevolve.operators.tune import TuneOperator
 
     return TuneOperator()
 
 
-FACTORIES: dict[str, Callable[[], Operator]] = {"tune": _tune}
+def _llm(deps: OperatorDeps) -> Operator:
+    from kernelevolve.operators.llm import DEFAULT_LANGUAGE, LLMOperator
+    from kernelevolve.operators.prompt import PromptBuilder
+
+    if deps.llm_client is None:
+        raise UsageError("--operator llm needs a model: pass --llm PROVIDER:MODEL "
+                         "(e.g. openai:gpt-5 or anthropic:claude-sonnet-4-5)")
+    language = deps.language or DEFAULT_LANGUAGE.get(deps.platform, "cpp")
+    builder = PromptBuilder(deps.problem_path, deps.platform, language)
+    return LLMOperator(deps.llm_client, builder, deps.knowledge)
 
 
-def make_operators(names: list[str]) -> list[Operator]:
+FACTORIES: dict[str, Callable[[OperatorDeps], Operator]] = {"tune": _tune, "llm": _llm}
+
+
+def check_names(names: list[str]) -> None:
     unknown = [n for n in names if n not in FACTORIES]
     if unknown:
         raise UsageError(f"unknown operator {unknown[0]!r}; registered operators: "
                          f"{', '.join(sorted(FACTORIES))}")
-    return [FACTORIES[n]() for n in dict.fromkeys(names)]
+
+
+def make_operators(names: list[str], deps: OperatorDeps | None = None) -> list[Operator]:
+    check_names(names)
+    deps = deps or OperatorDeps()
+    return [FACTORIES[n](deps) for n in dict.fromkeys(names)]

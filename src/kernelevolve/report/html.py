@@ -88,7 +88,10 @@ def _fmt_created(ts: Any) -> str:
 
 def _fmt_cost(cost: dict | None) -> str:
     cost = cost or {}
-    tokens, dollars = int(cost.get("tokens") or 0), float(cost.get("dollars") or 0.0)
+    tokens = int(cost.get("tokens") or 0)
+    if cost.get("dollars") is None:  # an unpriced model: unknown, never $0
+        return f"{tokens:,} tokens, $ unknown" if tokens else "none"
+    dollars = float(cost["dollars"])
     if not tokens and not dollars:
         return "none"
     return f"${dollars:.2f}" if dollars else f"{tokens:,} tokens"

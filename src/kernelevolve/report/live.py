@@ -17,6 +17,7 @@ class LiveView:
         self.run, self.console = run, console
         self.status = "starting"
         self.started = time.monotonic()
+        self._session_base: int | None = None  # evaluations done before this session (resume)
         self._live = Live(self.render(), console=console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> "LiveView":
@@ -50,7 +51,10 @@ class LiveView:
                           if best else "-")
             table.add_row("evaluations", f"{progress.evals}{budget} done, "
                                          f"{progress.in_flight} in flight")
-            table.add_row("rate", f"{60 * progress.evals / elapsed:.1f} per minute (this session)")
+            if self._session_base is None:
+                self._session_base = progress.evals
+            table.add_row("rate", f"{60 * (progress.evals - self._session_base) / elapsed:.1f} "
+                                  "per minute (this session)")
             counts = {k: 0 for k in _FUNNEL}
             for node in graph.candidates():
                 if node.status == "done" and node.stage in counts:

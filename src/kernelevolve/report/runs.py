@@ -54,7 +54,12 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
         "proposed", "generation", "static", "load", "run", "correctness", "integrity", "timing",
         "accepted")))
     cost = s["cost"]
-    console.print(f"cost: {cost['tokens']} tokens, ${cost['dollars']:.2f}")
+    dollars = "unknown (unpriced model)" if cost["dollars"] is None else f"${cost['dollars']:.4f}"
+    console.print(f"LLM cost: {cost['tokens']} tokens, {dollars}")
+    for model, m in cost.get("by_model", {}).items():
+        usd = "unknown" if m["dollars"] is None else f"${m['dollars']:.4f}"
+        console.print(f"  {model}: {m['calls']} calls ({m['failed']} failed), "
+                      f"{m['tokens_in']} in / {m['tokens_out']} out tokens, {usd}")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")
     for col in ("id", "parents", "operator", "stage", "fitness", "rationale"):
         table.add_column(col)

@@ -39,14 +39,16 @@ def run_summary(run: Any) -> dict[str, Any]:
         "stop_reason": outcome.get("stop_reason") or _stop_reason(store, run.id),
         "outcome": outcome or None, "best": best, "funnel": store.funnel(run.id),
         "evaluations": store.eval_count(run.id), "nodes": nodes,
-        "cost": {"tokens": 0, "dollars": 0.0, "by_model": {}},
+        "cost": llm_cost(store, run.id),
         "fingerprint": rec.fingerprint or {}, "config": rec.config,
         "best_source": best_source, "best_cases": best_cases,
     }
 
 
 def _final_result(store: Any, run_id: str, node_id: int) -> dict[str, Any] | None:
-    for event in store.events(run_id, "final_measurement"):
+    # Newest first: a run killed while re-measuring and then resumed measures its finalists
+    # again, and its outcome comes from that last session.
+    for event in reversed(store.events(run_id, "final_measurement")):
         if event.data.get("node_id") == node_id:
             return event.data.get("result")
     return None
@@ -55,3 +57,27 @@ def _final_result(store: Any, run_id: str, node_id: int) -> dict[str, Any] | Non
 def _stop_reason(store: Any, run_id: str) -> str | None:
     events = store.events(run_id, "stopped")
     return events[-1].data.get("reason") if events else None
+
+
+def llm_cost(store: Any, run_id: str) -> dict[str, Any]:
+    """Tokens and dollars per model from the stored LLM calls; an unpriced model's dollars are
+    None ("unknown"), never 0."""
+    by_model: dict[str, dict[str, Any]] = {}
+    for event in store.events(run_id, "llm_call"):
+        d = event.data
+        key = f"{d.get('provider')}:{d.get('model')}"
+        m = by_model.setdefault(key, {"calls": 0, "failed": 0, "tokens_in": 0, "tokens_out": 0,
+                                      "dollars": 0.0})
+        m["calls"] += 1
+        m["failed"] += bool(d.get("error"))
+        m["tokens_in"] += int(d.get("tokens_in") or 0)
+        m["tokens_out"] += int(d.get("tokens_out") or 0)
+        if d.get("cost_usd") is None:
+            if not d.get("error"):
+                m["dollars"] = None
+        elif m["dollars"] is not None:
+            m["dollars"] += float(d["cost_usd"])
+    tokens = sum(m["tokens_in"] + m["tokens_out"] for m in by_model.values())
+    known = [m["dollars"] for m in by_model.values()]
+    dollars = None if any(v is None for v in known) else sum(known)
+    return {"tokens": tokens, "dollars": dollars, "by_model": by_model}

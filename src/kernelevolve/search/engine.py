@@ -20,6 +20,10 @@ from kernelevolve.search.policies import Policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
 
 
+MAX_EMPTY_ROUNDS = 6  # consecutive proposal rounds with nothing usable before giving up
+MAX_REPAIR_DEPTH = 4  # repairs of repairs of ... stop here; the policy explores elsewhere
+
+
 class InfraError(Exception):
     """The evaluation infrastructure failed (not the candidate): never a fitness of 0."""
 
@@ -30,6 +34,7 @@ class SearchHooks(Protocol):
     def infra_failure(self, node: Node, reason: str) -> None: ...
     def event(self, kind: str, data: dict[str, Any]) -> None: ...
     def source(self, node_id: int) -> str: ...
+    def result(self, node_id: int) -> dict[str, Any]: ...
 
 
 Evaluate = Callable[[Node, str], Awaitable[dict[str, Any]]]
@@ -51,7 +56,9 @@ class SearchEngine:
                  evaluate: Evaluate, hooks: SearchHooks, budgets: Budgets, progress: Progress,
                  problem_path: str, problem_source: str, platform: str,
                  config: EngineConfig | None = None,
-                 on_change: Callable[[], None] | None = None):
+                 on_change: Callable[[], None] | None = None,
+                 memory: Callable[[SearchGraph], str] | None = None,
+                 meter: Any = None, fingerprint: dict[str, Any] | None = None):
         if not operators:
             raise ValueError("a search needs at least one operator")
         self.graph, self.operators, self.policy = graph, operators, policy
@@ -59,6 +66,9 @@ class SearchEngine:
         self.problem_path, self.problem_source, self.platform = problem_path, problem_source, platform
         self.config = config or EngineConfig()
         self.on_change = on_change or (lambda: None)
+        self.memory = memory
+        self.meter = meter              # anything with .cost_usd and .tokens (LLM spending)
+        self.fingerprint = fingerprint or {}
         # Randomness depends on the seed and on how far the search got, so a resumed run
         # continues with fresh (but reproducible) choices instead of replaying old ones.
         self.rng = random.Random(f"{self.config.seed}:{len(graph)}")
@@ -69,6 +79,7 @@ class SearchEngine:
                                 and n.operator not in ("seed",))
         self._root_done: set[str] = set()
         self._stalled = False  # the last proposal round found nothing new; wait for a result
+        self._empty_rounds = 0
 
     # ---- main loop ---------------------------------------------------------------------------
     async def run(self) -> str:
@@ -80,6 +91,8 @@ class SearchEngine:
         while True:
             self.progress.in_flight = len(self._evals)
             self.progress.elapsed_s = base_elapsed + time.monotonic() - started
+            if self.meter is not None:
+                self.progress.cost, self.progress.tokens = self.meter.cost_usd, self.meter.tokens
             reason = should_stop(self.budgets, self.progress) or self.policy.should_stop(self.graph)
             if reason:
                 break
@@ -115,13 +128,16 @@ class SearchEngine:
     def _context(self, parents: list[Node], want: int) -> ProposalContext:
         views = tuple(ParentView(node_id=n.id, source=self.hooks.source(n.id), fitness=n.fitness,
                                  stage=n.stage or "", reason=n.meta.get("reason", ""),
-                                 meta=dict(n.meta)) for n in parents)
+                                 meta=dict(n.meta), result=self.hooks.result(n.id))
+                      for n in parents)
         return ProposalContext(
             problem_path=self.problem_path, problem_source=self.problem_source,
             platform=self.platform, parents=views,
             seen_hashes=frozenset(n.source_hash for n in self.graph),
             seen_meta=tuple(dict(n.meta) for n in self.graph.candidates()),
-            rng_seed=self.rng.randrange(2**31), want=want)
+            rng_seed=self.rng.randrange(2**31), want=want,
+            memory=self.memory(self.graph) if self.memory else "",
+            fingerprint=dict(self.fingerprint), report=self.hooks.event)
 
     def _next_operator(self) -> Operator:
         op = self.operators[self._turn % len(self.operators)]
@@ -146,9 +162,18 @@ class SearchEngine:
             self.graph.add(node)
             self._launch(node)
             added += 1
-        if not added:
-            self._stalled = True
-            self.progress.exhausted = not self._evals
+        if added:
+            self._empty_rounds = 0
+        else:
+            # An exhaustible operator (tune) that found nothing new has nothing left until a
+            # result arrives. A stochastic one (an LLM) may succeed on the next call, so it is
+            # asked again, up to MAX_EMPTY_ROUNDS in a row (each call costs tokens).
+            self._empty_rounds += 1
+            retry = (any(not getattr(op, "exhaustible", True) for op in self.operators)
+                     and self._empty_rounds < MAX_EMPTY_ROUNDS)
+            if not retry:
+                self._stalled = True
+                self.progress.exhausted = not self._evals
         self.on_change()
 
     async def _draft_phase(self, want: int) -> list[Draft]:
@@ -157,17 +182,43 @@ class SearchEngine:
                 continue
             drafts = await op.propose(self._context([], want))
             drafts = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
-            if not drafts:
+            if not getattr(op, "exhaustible", True):
+                self._root_drafts += max(1, len(drafts))  # attempts count: replies may fail
+                if not drafts:
+                    continue
+            elif not drafts:
                 self._root_done.add(op.name)
                 continue
-            self._root_drafts += len(drafts)
+            else:
+                self._root_drafts += len(drafts)
             return [Draft(d.source, d.parents or (ROOT,), d.operator, d.rationale, d.meta)
                     for d in drafts]
-        self._root_drafts = self.config.draft_count  # no operator drafts from the root
+        if all(op.name in self._root_done for op in self.operators):
+            self._root_drafts = self.config.draft_count  # no operator drafts from the root
         return []
+
+    def _repair_target(self) -> Node | None:
+        """Every other expansion, the newest rejected leaf (if an operator can repair it): the
+        reason it failed is the most useful thing to show a model that writes code."""
+        if not any(getattr(op, "repairs", False) for op in self.operators):
+            return None
+        self._repair_turn = not getattr(self, "_repair_turn", False)
+        if not self._repair_turn:
+            return None
+        leaves = [n for n in self.graph.evaluated() if n.buggy and self.graph.visits(n.id) == 0
+                  and self.graph.depth(n.id) <= MAX_REPAIR_DEPTH]
+        return leaves[-1] if leaves else None
 
     async def _expand(self, want: int) -> list[Draft]:
         """Ask operators for children of the policy's choice; fall back to any accepted node."""
+        broken = self._repair_target()
+        if broken is not None:
+            for op in self.operators:
+                if getattr(op, "repairs", False):
+                    drafts = await op.propose(self._context([broken], 1))
+                    fresh = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
+                    if fresh:
+                        return fresh
         chosen = self.policy.select(self.graph, want, self.rng)
         fallback = [n.id for n in self.graph.ranked() if n.id not in chosen]
         for parents in ([chosen] if chosen else []) + [[p] for p in fallback]:

@@ -50,5 +50,6 @@ def should_stop(b: Budgets, p: Progress) -> str | None:
             return (f"plateau: no improvement above {b.plateau_gain:.0%} in the last "
                     f"{b.plateau_evals} evaluations")
     if p.exhausted and p.in_flight == 0:
-        return "search space exhausted: no operator has anything left to propose"
+        return ("search space exhausted: no operator has anything left to propose (or the "
+                "stochastic ones produced nothing usable several times in a row)")
     return None

@@ -1,0 +1,125 @@
+"""Typed run configuration: what `kernelevolve optimize` was asked to do, stored with the run
+(so `resume` continues with the same settings) and validated before anything starts."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelevolve.errors import UsageError
+from kernelevolve.harness.timing import TimingPolicy
+from kernelevolve.operators.registry import check_names
+from kernelevolve.search.policies import make_policy
+from kernelevolve.search.termination import Budgets
+
+DEFAULT_KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def api_key_var(llm_config: Any) -> str:
+    """The environment variable holding the model's API key (its value is never stored)."""
+    return llm_config.api_key_env or DEFAULT_KEY_VARS.get(llm_config.provider, "")
+
+
+@dataclass
+class RunConfig:
+    platform: str = "cpu"
+    operators: list[str] = field(default_factory=lambda: ["tune"])
+    policy: str = "ucb"
+    workers: int = 1
+    max_in_flight: int | None = None        # default: one evaluation per worker
+    seed: int = 0
+    budgets: Budgets = field(default_factory=Budgets)
+    allow_no_kernel: bool = False
+    strict: bool = False
+    final_top_k: int = 3
+    search_timing: TimingPolicy = field(default_factory=TimingPolicy)
+    final_timing: TimingPolicy = field(default_factory=lambda: TimingPolicy(
+        min_reps=30, min_time_s=1.0, max_time_s=6.0))
+    sandbox: str | None = None
+    llm: dict[str, Any] | None = None        # LLMConfig.to_dict(): provider, model, base_url...
+    language: str | None = None              # what the LLM writes; default per platform
+    notes: list[str] = field(default_factory=list)  # extra knowledge-note folders
+    learn: bool = True                       # write learned notes at the end of the run
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+        data = dict(data)
+        data["budgets"] = Budgets(**data.get("budgets", {}))
+        for key in ("search_timing", "final_timing"):
+            if key in data:
+                data[key] = TimingPolicy(**data[key])
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def validate(self) -> None:
+        if self.workers < 1:
+            raise UsageError(f"--workers {self.workers}: at least one worker is needed")
+        make_policy(self.policy)
+        check_names(self.operators)
+        if "llm" in self.operators and not self.llm:
+            raise UsageError("--operator llm needs a model: pass --llm PROVIDER:MODEL "
+                             "(e.g. openai:gpt-5 or anthropic:claude-sonnet-4-5)")
+        b = self.budgets
+        if b.max_evals is not None and b.max_evals < 1:
+            raise UsageError(f"--max-evals {b.max_evals}: must be at least 1")
+        if b.max_time_s is not None and b.max_time_s <= 0:
+            raise UsageError(f"--max-time {b.max_time_s}: must be positive")
+
+
+
+
+_FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", "notes",
+              "allow_no_kernel", "strict", "max_in_flight", "sandbox"}
+_BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
+                "max_tokens": "max_tokens", "target": "target_speedup"}
+_LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env")
+
+
+def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
+    """A RunConfig from an optional TOML file plus command-line flags (flags win; None = unset)."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        values.update(_read_toml(path))
+    values.update({k: v for k, v in flags.items() if v is not None})
+    unknown = set(values) - _FLAT_KEYS - set(_BUDGET_KEYS) - set(_LLM_KEYS)
+    if unknown:
+        raise UsageError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; known: "
+                         f"{', '.join(sorted(_FLAT_KEYS | set(_BUDGET_KEYS) | set(_LLM_KEYS)))}")
+    budgets = {"max_evals": 30, **{_BUDGET_KEYS[k]: values[k] for k in _BUDGET_KEYS if k in values}}
+    config = RunConfig(**{k: values[k] for k in _FLAT_KEYS if k in values},
+                       budgets=Budgets(**budgets))
+    if isinstance(config.operators, str):
+        config.operators = [config.operators]
+    if values.get("llm"):
+        from kernelevolve.llm import LLMConfig, parse_llm_spec
+
+        provider, model = parse_llm_spec(values["llm"])
+        config.llm = LLMConfig(provider=provider, model=model,
+                               base_url=values.get("llm_base_url"),
+                               api_key_env=values.get("llm_api_key_env")).to_dict()
+        if "operators" not in values:
+            config.operators = ["llm", "tune"]
+    elif values.get("llm_base_url") or values.get("llm_api_key_env"):
+        raise UsageError("--llm-base-url and --llm-api-key-env need --llm PROVIDER:MODEL")
+    config.validate()
+    return config
+
+
+def _read_toml(path: Any) -> dict[str, Any]:
+    from pathlib import Path
+
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover - Python 3.10
+        raise UsageError("--config needs Python 3.11+ (tomllib)") from None
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"--config {p}: no such file")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"--config {p}: not valid TOML: {exc}") from None
+    return {k.replace("-", "_"): v for k, v in data.items()}

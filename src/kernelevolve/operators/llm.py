@@ -1,0 +1,87 @@
+"""The universal LLM operator: one operator whose prompt is synthesised from the live context.
+
+Instead of fixed draft/debug/improve prompts, every call is built from the problem, the
+target, the parent and its full evaluation, the search memory and notes retrieved from the
+knowledge base (operators/prompt.py). With no parent it drafts from the reference alone.
+Replies that yield no usable candidate are reported as `generation_failure` events.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from kernelevolve.operators.base import Draft, ParentView, ProposalContext
+from kernelevolve.operators.prompt import PromptBuilder
+from kernelevolve.operators.reply import GenerationFailure, parse_reply
+
+DEFAULT_LANGUAGE = {"cpu": "cpp", "cuda": "triton", "rocm": "triton"}
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
+_STOP = {"the", "and", "for", "with", "case", "trial", "output", "reference", "candidate",
+         "forward", "return", "self", "torch", "tensor", "import", "class", "def", "model"}
+
+
+class LLMOperator:
+    name = "llm"
+    repairs = True       # it can read a rejection's reason and fix the candidate
+    exhaustible = False  # an empty reply now says nothing about the next call
+
+    def __init__(self, client: Any, builder: PromptBuilder, index: Any = None, *,
+                 notes_k: int = 4):
+        self.client, self.builder, self.index, self.notes_k = client, builder, index, notes_k
+
+    async def propose(self, ctx: ProposalContext) -> list[Draft]:
+        parents: list[ParentView | None] = list(ctx.parents) or [None]
+        jobs = [parents[i % len(parents)] for i in range(max(1, ctx.want))]
+        drafts = await asyncio.gather(*(self._one(ctx, parent) for parent in jobs))
+        return [d for d in drafts if d is not None]
+
+    async def _one(self, ctx: ProposalContext, parent: ParentView | None) -> Draft | None:
+        from kernelevolve.llm import LLMError
+
+        notes = self.retrieve(ctx, parent)
+        system, user = self.builder.build(
+            ProposalContext(**{**ctx.__dict__, "parents": (parent,) if parent else ()}), notes)
+        try:
+            completion = await self.client.complete(system, user)
+        except LLMError as exc:
+            ctx.report("llm_error", {"parent": parent.node_id if parent else None,
+                                     "error": str(exc)})
+            return None
+        try:
+            source, rationale = parse_reply(completion.text, parent.source if parent else None)
+        except GenerationFailure as exc:
+            ctx.report("generation_failure", {"parent": parent.node_id if parent else None,
+                                              "reason": str(exc), "model": completion.model})
+            return None
+        mode = "improve" if parent else "draft"
+        return Draft(source=source, parents=(parent.node_id,) if parent else (),
+                     operator="llm", rationale=f"llm {mode}: {rationale}"[:500],
+                     meta={"llm_model": completion.model,
+                           "notes": [h.note.id for h in notes]})
+
+    def retrieve(self, ctx: ProposalContext, parent: ParentView | None) -> list[Any]:
+        if self.index is None:
+            return []
+        return self.index.search(self.query(ctx, parent), platform=self.builder.platform,
+                                 language=self.builder.language, fingerprint=ctx.fingerprint,
+                                 k=self.notes_k)
+
+    def query(self, ctx: ProposalContext, parent: ParentView | None) -> str:
+        """Words that say what this kernel is and what is going wrong with it."""
+        words = [self.builder.problem.name]
+        result = (parent.result if parent else None) or {}
+        for ops in (result.get("integrity", {}).get("reference_ops") or {}).values():
+            words.extend(op.strip("_") for op in ops)
+            break
+        words.extend(_WORD.findall(self.builder.reference)[:60])
+        if parent is not None and parent.stage and parent.stage != "accepted":
+            words.append(parent.stage)
+            words.extend(_WORD.findall((result.get("reason") or parent.reason or "")[:300]))
+        seen, out = set(), []
+        for word in words:
+            w = word.lower()
+            if w not in seen and w not in _STOP:
+                seen.add(w)
+                out.append(w)
+        return " ".join(out[:24])

@@ -1,0 +1,86 @@
+"""Adapters that persist a running search: engine events to the store, LLM spending."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from kernelevolve.operators.base import Draft
+from kernelevolve.search.graph import ROOT, Node
+from kernelevolve.search.memory import summarize
+from kernelevolve.store import Store
+
+
+class CostMeter:
+    """LLM spending of a run (tokens always; dollars when the model's price is known).
+
+    Every call is stored as an `llm_call` event (prompt, response, tokens, latency, cost; never
+    the API key), and the totals are rebuilt from those events when a run resumes."""
+
+    def __init__(self, store: Store, run_id: str):
+        self.store, self.run_id = store, run_id
+        self.cost_usd, self.tokens, self.unknown_cost_calls = 0.0, 0, 0
+        for event in store.events(run_id, "llm_call"):
+            self._add(event.data)
+
+    def _add(self, data: dict[str, Any]) -> None:
+        self.tokens += int(data.get("tokens_in") or 0) + int(data.get("tokens_out") or 0)
+        if data.get("cost_usd") is None:
+            self.unknown_cost_calls += 1
+        else:
+            self.cost_usd += float(data["cost_usd"])
+
+    def record(self, call: Any) -> None:
+        data = dataclasses.asdict(call) if dataclasses.is_dataclass(call) else dict(call)
+        self._add(data)
+        self.store.add_event(self.run_id, "llm_call", data)
+
+
+class StoreHooks:
+    """Persists what the engine does; every write is one transaction in the store."""
+
+    def __init__(self, run: "Run"):
+        self.run, self.store, self.run_id = run, run.store, run.id
+        self._last_elapsed_save = time.monotonic()
+
+    def add_node(self, draft: Draft) -> Node:
+        rec = self.store.add_node(self.run_id, parents=list(draft.parents), operator=draft.operator,
+                                  rationale=draft.rationale, source=draft.source, meta=draft.meta)
+        self.run._write_source(rec.id, draft.source)
+        return node_from_record(rec)
+
+    def record(self, node: Node, result: dict[str, Any], wall_s: float) -> None:
+        self.store.record_evaluation(self.run_id, node.id, result, wall_s)
+        graph = getattr(self.run, "live_graph", None)
+        if graph is not None:  # the search memory, kept with the run as evaluations land
+            self.store.add_event(self.run_id, "memory", {"text": summarize(graph)})
+        now = time.monotonic()
+        self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
+        self._last_elapsed_save = now
+
+    def infra_failure(self, node: Node, reason: str) -> None:
+        self.store.mark_infra_failure(self.run_id, node.id, reason)
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        self.store.add_event(self.run_id, kind, data)
+
+    def source(self, node_id: int) -> str:
+        return self.store.source(self.run_id, node_id)
+
+    def result(self, node_id: int) -> dict[str, Any]:
+        return self.store.evaluation(self.run_id, node_id) or {}
+
+    def flush_elapsed(self) -> None:
+        now = time.monotonic()
+        self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
+        self._last_elapsed_save = now
+
+
+def node_from_record(rec: Any) -> Node:
+    status = "root" if rec.id == ROOT else rec.status
+    fitness = 1.0 if rec.id == ROOT else rec.fitness
+    return Node(id=rec.id, parents=tuple(rec.parents), operator=rec.operator,
+                rationale=rec.rationale, source_hash=rec.source_hash, status=status,
+                stage=rec.stage, fitness=fitness, speedup=rec.speedup, meta=dict(rec.meta or {}))
+
+

@@ -1,0 +1,68 @@
+"""Reply parsing, search memory and prompt pieces of the universal operator (no servers)."""
+from __future__ import annotations
+
+import pytest
+
+from kernelevolve.operators.reply import GenerationFailure, parse_reply
+from kernelevolve.search.graph import ROOT, Node, SearchGraph
+from kernelevolve.search.memory import summarize
+
+MODULE = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    pass\n"
+PARENT = "X = 1\nY = 2\n\n\nclass ModelNew:\n    pass\n"
+
+
+def test_whole_module_in_prose():
+    source, why = parse_reply(f"I fused it.\n```python\n{MODULE}```\nThat is all.", None)
+    assert source == MODULE and why == "I fused it."
+
+
+def test_last_block_defining_modelnew_wins():
+    reply = f"```python\nprint(1)\n```\nthen\n```py\n{MODULE}```"
+    assert parse_reply(reply, None)[0] == MODULE
+
+
+@pytest.mark.parametrize("reply, reason", [
+    ("", "empty reply"),
+    ("Use OpenMP and vectorise the inner loop.", "prose only"),
+    ("```cpp\nint main(){}\n```", "no Python code block"),
+    ("```python\ndef helper():\n    return 1\n```", "defines no ModelNew"),
+    ("<<<<<<< SEARCH\nX = 1\n=======\nX = 2\n>>>>>>> REPLACE", "no parent"),
+])
+def test_generation_failures_have_reasons(reply, reason):
+    with pytest.raises(GenerationFailure, match=reason):
+        parse_reply(reply, None)
+
+
+def test_search_replace_edits_apply_exactly_or_with_indentation_drift():
+    reply = ("Bump both.\n<<<<<<< SEARCH\nX = 1\n=======\nX = 4\n>>>>>>> REPLACE\n"
+             "<<<<<<< SEARCH\n  Y = 2  \n=======\nY = 8\n>>>>>>> REPLACE\n")
+    source, why = parse_reply(reply, PARENT)
+    assert source.startswith("X = 4\nY = 8\n") and why == "Bump both."
+    with pytest.raises(GenerationFailure, match="SEARCH block 1 of 1 does not match"):
+        parse_reply("<<<<<<< SEARCH\nZ = 3\n=======\nZ = 4\n>>>>>>> REPLACE", PARENT)
+
+
+def _graph() -> SearchGraph:
+    g = SearchGraph()
+    g.add(Node(ROOT, (), "reference", "ref", "h0", status="root", fitness=1.0))
+    g.add(Node(1, (0,), "seed", "seed candidate", "h1", "done", "accepted", 1.2, order=0))
+    g.add(Node(2, (1,), "llm", "fused exp", "h2", "done", "correctness", 0.0, order=1,
+               meta={"reason": "wrong result on case 'tail' (trial 1 of 3): output differs"}))
+    g.add(Node(3, (1,), "llm", "blocked rows by 16", "h3", "done", "accepted", 1.6, order=2))
+    g.add(Node(4, (3,), "llm", "other", "h4", "done", "correctness", 0.0, order=3,
+               meta={"reason": "wrong result on case 'tail' (trial 2 of 3): output differs"}))
+    return g
+
+
+def test_memory_summarises_progress_and_failures():
+    text = summarize(_graph())
+    assert "4 candidates evaluated: 2 accepted, 2 rejected" in text
+    assert "Best so far: node 3 (llm) at 1.600x" in text
+    assert "node 3 (llm) 1.600x: blocked rows by 16" in text
+    assert "correctness x2 (nodes 2, 4)" in text
+    assert summarize(SearchGraph()) == "Nothing evaluated yet."
+
+
+def test_memory_respects_its_token_budget():
+    text = summarize(_graph(), budget_tokens=25)
+    assert len(text) <= 25 * 4 + 60 and "truncated" in text
