@@ -1,6 +1,6 @@
 # problem: softmax
 # expect: correctness|integrity
-# reason: wrong result
+# reason: wrong result|native thread
 """Splits each row's sum across OpenMP threads but combines the partial sums with a plain store
 instead of a reduction: the row is normalised by whichever thread's partial sum landed last,
 so the result is wrong and changes from run to run."""
