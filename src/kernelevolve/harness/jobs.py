@@ -169,7 +169,8 @@ def _load_candidate(req: dict[str, Any], progress: Progress):
     from kernelevolve.runtime import inline_guard, triton_guard
 
     triton_guard.install()
-    inline_guard.install()
+    if req["platform"] in ("cuda", "rocm"):  # load_inline candidates run only there; importing
+        inline_guard.install()               # cpp_extension costs ~0.2 s (setuptools)
     path = req["candidate"]
     try:
         module = import_module(path, prefix="ke_candidate", wrap_errors=False)

@@ -56,7 +56,7 @@ class CudaPlatform(Platform):
 
     def preload(self) -> list[str]:
         # Importing is safe before fork; initialising CUDA is not, and none of these do.
-        return [*super().preload(), "triton"]
+        return [*super().preload(), "triton", "torch.utils.cpp_extension"]
 
     def setup_worker(self, threads: int) -> None:
         import torch

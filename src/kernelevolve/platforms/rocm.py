@@ -26,7 +26,7 @@ class RocmPlatform(Platform):
         return None
 
     def preload(self) -> list[str]:
-        return [*super().preload(), "triton"]
+        return [*super().preload(), "triton", "torch.utils.cpp_extension"]
 
     setup_worker = CudaPlatform.setup_worker
     synchronize = CudaPlatform.synchronize

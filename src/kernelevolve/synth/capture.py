@@ -1,0 +1,259 @@
+"""Capture: trace a problem's `Model.forward` into a small IR, once per case.
+
+The reference is traced with `make_fx` through `torch.func.functional_call`, so parameters and
+buffers arrive as graph inputs (named by their qualified names) instead of baked constants.
+Composite ops are decomposed into a small op set: softmax/log_softmax into amax/sub/exp/sum,
+layer norm into mean/var-based arithmetic (our own decomposition, so the statistics stay
+`mean.dim`/`var.correction`, which the planner handles), silu/gelu etc. by the core table.
+
+Each case is traced separately; the problem is covered only when every case gives the same
+graph up to shapes (a scalar that changes with the case, e.g. a baked `1/cols`, means the
+graph depends on the shape in a way the planner does not model).
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelevolve.problem import CaseBinder, load_problem, import_module
+
+
+class NotCovered(Exception):
+    """The problem (or part of it) falls outside what the synthesizer handles; says why."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to another IR value (a graph input, a parameter or a node)."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass
+class Value:
+    """One IR value: a graph input, a parameter/buffer, or an op node."""
+
+    name: str
+    op: str                      # "input", "param", or the normalised op name (see OPS in plan)
+    args: tuple[Any, ...] = ()   # Refs and Python scalars
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    attrs: dict[str, Any] = field(default_factory=dict)   # target, dims, keepdim, index ...
+
+    def refs(self) -> list[str]:
+        return [a.name for a in self.args if isinstance(a, Ref)]
+
+
+@dataclass
+class Graph:
+    values: dict[str, Value]     # in topological order
+    inputs: list[str]            # forward's tensor inputs, in order
+    params: dict[str, str]       # value name -> qualified parameter/buffer name
+    outputs: list[str]
+    forward_args: list[str]      # forward's argument names (from the trace's inputs)
+
+    def users(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {n: [] for n in self.values}
+        for v in self.values.values():
+            for r in v.refs():
+                out[r].append(v.name)
+        for o in self.outputs:
+            out[o].append("<output>")
+        return out
+
+    def signature(self) -> list[tuple]:
+        """Ops and non-shape arguments: equal across cases when one plan serves them all."""
+        sig = []
+        for v in self.values.values():
+            args = tuple(a if isinstance(a, (Ref, bool, float, str)) or a is None else "·"
+                         for a in v.args)
+            sig.append((v.name, v.op, args, v.dtype, len(v.shape)))
+        return sig
+
+
+def _decompositions() -> dict:
+    import torch
+    from torch._decomp import core_aten_decompositions, get_decompositions
+
+    aten = torch.ops.aten
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([aten._softmax, aten._log_softmax]))
+
+    def layer_norm(x, normalized_shape, weight, bias, eps):
+        if len(normalized_shape) != 1:
+            raise NotCovered("layer_norm over more than the last dim is not covered")
+        mean = aten.mean.dim(x, [-1], True)
+        centred = aten.sub.Tensor(x, mean)
+        var = aten.mean.dim(aten.mul.Tensor(centred, centred), [-1], True)
+        rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+        out = aten.mul.Tensor(centred, rstd)
+        if weight is not None:
+            out = aten.mul.Tensor(out, weight)
+        if bias is not None:
+            out = aten.add.Tensor(out, bias)
+        return out, mean, rstd
+
+    table[aten.native_layer_norm.default] = layer_norm
+    return table
+
+
+def trace_case(module, case) -> Graph:
+    """Trace `module.Model` on `case`'s inputs, seeded as the harness seeds them."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.func import functional_call
+
+    CaseBinder(module, (case,)).bind(case)
+    torch.manual_seed(1)
+    model = module.Model(*module.get_init_inputs())
+    torch.manual_seed(2)
+    inputs = list(module.get_inputs())
+    state = dict(model.named_parameters())
+    state.update(dict(model.named_buffers()))
+    names = list(state)
+
+    def f(tensors, *args):
+        return functional_call(model, dict(zip(names, tensors)), args)
+
+    tensors = [state[n] for n in names]
+    with torch.no_grad():
+        gm = make_fx(f, decomposition_table=_decompositions())(tensors, *inputs)
+    return _to_graph(gm, names, inputs)
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _to_graph(gm, param_names: list[str], inputs: list[Any]) -> Graph:
+    import torch
+
+    values: dict[str, Value] = {}
+    params: dict[str, str] = {}
+    graph_inputs: list[str] = []
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    n_params = len(param_names)
+    # make_fx flattens (tensors, *args): the parameters first, then forward's arguments.
+    for i, node in enumerate(placeholders):
+        meta = node.meta.get("val")
+        if i >= n_params and not isinstance(meta, torch.Tensor):
+            raise NotCovered(f"forward argument {i - n_params} is not a tensor")
+        shape = tuple(int(s) for s in meta.shape)
+        v = Value(node.name, "param" if i < n_params else "input", (), shape,
+                  _dtype_name(meta.dtype))
+        if i < n_params:
+            params[node.name] = param_names[i]
+        else:
+            v.attrs["index"] = i - n_params
+            graph_inputs.append(node.name)
+        values[node.name] = v
+    outputs: list[str] = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "output":
+            outs = node.args[0]
+            outs = outs if isinstance(outs, (list, tuple)) else [outs]
+            for o in outs:
+                if not hasattr(o, "name") or o.name not in values:
+                    raise NotCovered("the forward returns something other than traced tensors")
+                outputs.append(o.name)
+            continue
+        if node.op == "get_attr":
+            raise NotCovered("the forward creates tensor constants (torch.tensor(...) inside "
+                             "forward); not covered yet")
+        if node.target is operator.getitem:
+            src, idx = node.args
+            values[node.name] = _from_node(node, "getitem", (Ref(src.name), idx))
+            continue
+        target = node.target
+        args = tuple(_arg(a) for a in node.args)
+        v = _from_node(node, str(target.overloadpacket.__name__) if hasattr(target, "overloadpacket")
+                       else str(target), args)
+        v.attrs["target"] = str(target)
+        v.attrs["kwargs"] = {k: _arg(a) for k, a in node.kwargs.items()}
+        values[node.name] = v
+    _drop_dead(values, outputs)
+    return Graph(values, graph_inputs, params, outputs, [f"x{i}" for i in range(len(inputs))])
+
+
+def _from_node(node, op: str, args: tuple) -> Value:
+    import torch
+
+    meta = node.meta.get("val")
+    if isinstance(meta, torch.Tensor):
+        shape, dtype = tuple(int(s) for s in meta.shape), _dtype_name(meta.dtype)
+    else:
+        shape, dtype = (), "tuple"
+    return Value(node.name, op, args, shape, dtype)
+
+
+def _arg(a: Any) -> Any:
+    if hasattr(a, "name") and hasattr(a, "op"):  # an fx Node
+        return Ref(a.name)
+    if isinstance(a, (list, tuple)):
+        return tuple(_arg(x) for x in a)
+    import torch
+
+    if isinstance(a, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return str(a)
+    return a
+
+
+def _drop_dead(values: dict[str, Value], outputs: list[str]) -> None:
+    live = set(outputs)
+    for v in reversed(list(values.values())):
+        if v.name in live:
+            live.update(_all_refs(v.args))
+    for name in [n for n, v in values.items() if n not in live and v.op not in ("input", "param")]:
+        del values[name]
+
+
+def _all_refs(args) -> list[str]:
+    out = []
+    for a in args:
+        if isinstance(a, Ref):
+            out.append(a.name)
+        elif isinstance(a, tuple):
+            out.extend(_all_refs(a))
+    return out
+
+
+@dataclass
+class Capture:
+    """The traced graph of each case of a problem (the first one plans; all must agree)."""
+
+    problem_path: str
+    graphs: dict[str, Graph]
+    module: Any
+
+    @property
+    def graph(self) -> Graph:
+        return next(iter(self.graphs.values()))
+
+
+def capture(problem_path: str) -> Capture:
+    """Trace every case; raise NotCovered when the cases do not share one graph."""
+    problem = load_problem(problem_path)
+    module = import_module(problem.path, prefix="ke_synth")
+    graphs: dict[str, Graph] = {}
+    for case in problem.cases:
+        try:
+            graphs[case.name] = trace_case(module, case)
+        except NotCovered:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a trace failure is a coverage fact
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise NotCovered(f"tracing case {case.name!r} failed: {type(exc).__name__}: "
+                             f"{first[:200]}") from None
+    sigs = {name: g.signature() for name, g in graphs.items()}
+    first_name = next(iter(sigs))
+    for name, sig in sigs.items():
+        if sig != sigs[first_name]:
+            raise NotCovered(f"case {name!r} traces to a different graph than case "
+                             f"{first_name!r} (shape-dependent constants or control flow)")
+    return Capture(problem.path, graphs, module)

@@ -1,0 +1,343 @@
+"""C++/OpenMP emitter: one `extern "C"` function per planned kernel, in a `ModelNew` module.
+
+Elementwise kernels with no per-column operand run one flat `parallel for simd` loop. Row
+kernels give each row to one thread (`parallel for`, static blocks or dynamic tasks of
+ROWS_PER_TASK rows) and make one `omp simd` pass over the row per reduction level plus a
+store pass; values between passes stay in registers or L1/L2 (a row of 8192 floats is 32 KiB),
+and pointwise prologues are recomputed in each pass rather than stored.
+
+exp (and sigmoid/tanh, built on it) use a polynomial with ~2e-7 relative error when FAST_EXP
+is on, so the loops vectorise; with it off they call std::exp (scalar). The harness checks
+either value like any other candidate.
+"""
+from __future__ import annotations
+
+from kernelevolve.synth.capture import NotCovered, Ref
+from kernelevolve.synth.module import (Reference, doc_of, forward_epilogue, forward_prologue,
+                                       out_shape_expr, torch_step, var)
+from kernelevolve.synth.plan import KNode, Kernel, Plan
+
+CTYPE = {"float32": "float", "bool": "bool"}
+
+PRELUDE = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <omp.h>
+
+#if ROWS_PER_TASK > 0
+#define KE_SCHEDULE schedule(dynamic, ROWS_PER_TASK)
+#else
+#define KE_SCHEDULE schedule(static)
+#endif
+
+// exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln(2)/2, exp(r) by a degree-7 Taylor
+// polynomial (< 2e-7 relative error). Inputs are clamped to [-87.3, 88.7] (float's range);
+// NaN propagates through the polynomial. Branch-free, so `omp simd` loops vectorise it.
+static inline float ke_exp_poly(float x) {
+    x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+    const float n = std::floor(x * 1.44269504088896341f + 0.5f);
+    float r = std::fma(n, -0.693145751953125f, x);
+    r = std::fma(n, -1.42860682030941723e-6f, r);
+    float p = 1.0f / 5040.0f;
+    p = std::fma(p, r, 1.0f / 720.0f);
+    p = std::fma(p, r, 1.0f / 120.0f);
+    p = std::fma(p, r, 1.0f / 24.0f);
+    p = std::fma(p, r, 1.0f / 6.0f);
+    p = std::fma(p, r, 0.5f);
+    p = std::fma(p, r, 1.0f);
+    p = std::fma(p, r, 1.0f);
+    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+#if FAST_EXP
+#define KE_EXP(x) ke_exp_poly(x)
+#else
+#define KE_EXP(x) std::exp(x)
+#endif
+
+static inline float ke_sigmoid(float x) { return 1.0f / (1.0f + KE_EXP(-x)); }
+static inline float ke_tanh(float x) {
+#if FAST_EXP
+    // tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)); below 1e-3, the odd Taylor series
+    const float a = std::fabs(x);
+    const float t = a < 1e-3f ? a - a * a * a / 3.0f : 1.0f - 2.0f / (KE_EXP(2.0f * a) + 1.0f);
+    return x < 0.0f ? -t : t;
+#else
+    return std::tanh(x);
+#endif
+}
+"""
+
+
+def lit(a) -> str:
+    if isinstance(a, bool):
+        return "true" if a else "false"
+    if isinstance(a, (int, float)):
+        f = float(a)
+        if f != f:
+            return "NAN"
+        if f in (float("inf"), -float("inf")):
+            return "INFINITY" if f > 0 else "(-INFINITY)"
+        return f"{f!r}f"
+    raise NotCovered(f"cannot write {a!r} as a C++ literal")
+
+
+def expr(n: KNode, x: list[str]) -> str:
+    """The C++ expression of a non-reduction node over operand expressions `x`."""
+    a = x[0] if x else ""
+    if n.kind == "unary":
+        return {
+            "abs": f"std::fabs({a})", "neg": f"(-{a})", "exp": f"KE_EXP({a})",
+            "log": f"std::log({a})", "sqrt": f"std::sqrt({a})", "rsqrt": f"(1.0f / std::sqrt({a}))",
+            "sigmoid": f"ke_sigmoid({a})", "tanh": f"ke_tanh({a})",
+            "relu": f"({a} > 0.0f ? {a} : 0.0f)", "sin": f"std::sin({a})", "cos": f"std::cos({a})",
+            "erf": f"std::erf({a})", "reciprocal": f"(1.0f / {a})", "log1p": f"std::log1p({a})",
+            "expm1": f"std::expm1({a})", "floor": f"std::floor({a})", "ceil": f"std::ceil({a})",
+            "not": f"(!{a})", "exp2": f"std::exp2({a})", "log2": f"std::log2({a})",
+            "sign": f"(float)(({a} > 0.0f) - ({a} < 0.0f))", "square": f"({a} * {a})",
+            "gelu": f"(0.5f * {a} * (1.0f + std::erf({a} * 0.70710678118654752f)))",
+            "gelu_tanh": f"(0.5f * {a} * (1.0f + ke_tanh(0.79788456080286536f * "
+                         f"({a} + 0.044715f * {a} * {a} * {a}))))",
+        }[n.op]
+    if n.kind == "binary":
+        b = x[1]
+        if n.op == "pow":
+            exp = n.args[1]
+            if not isinstance(exp, Ref):
+                if float(exp) == 2.0:
+                    return f"({a} * {a})"
+                if float(exp) == 0.5:
+                    return f"std::sqrt({a})"
+                if float(exp) == 1.0:
+                    return a
+                if float(exp) == -1.0:
+                    return f"(1.0f / {a})"
+            return f"std::pow({a}, {b})"
+        ops = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=",
+               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&&", "or": "||"}
+        if n.op in ops:
+            return f"({a} {ops[n.op]} {b})"
+        return {"max": f"({a} > {b} ? {a} : {b})", "min": f"({a} < {b} ? {a} : {b})",
+                "rsub": f"({b} - {a})", "leaky_relu": f"({a} > 0.0f ? {a} : {a} * {b})"}[n.op]
+    if n.kind == "where":
+        return f"({a} ? {x[1]} : {x[2]})"
+    if n.kind == "clamp":
+        out = a
+        if n.attrs["lo"] is not None:
+            out = f"({out} < {lit(n.attrs['lo'])} ? {lit(n.attrs['lo'])} : {out})"
+        if n.attrs["hi"] is not None:
+            out = f"({out} > {lit(n.attrs['hi'])} ? {lit(n.attrs['hi'])} : {out})"
+        return out
+    if n.kind == "cast":
+        return f"({a} != 0)" if n.op == "bool" else f"(float)({a})"
+    if n.kind == "view":
+        return a
+    raise NotCovered(f"no C++ spelling for {n.kind} {n.op}")
+
+
+class _KernelWriter:
+    def __init__(self, k: Kernel):
+        self.k = k
+        self.nodes = {n.name: n for n in k.nodes}
+        self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
+        self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
+
+    def ref(self, a, idx: str) -> str:
+        if not isinstance(a, Ref):
+            return lit(a)
+        if a.name in self.inputs:
+            arg, inp = self.inputs[a.name]
+            return {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[r]",
+                    "scalar": f"{arg}[0]"}[inp.layout]
+        return "v_" + a.name
+
+    def define(self, n: KNode, idx: str) -> str:
+        x = [self.ref(a, idx) for a in n.args]
+        return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x)};"
+
+    def closure(self, targets: list[str]) -> list[KNode]:
+        """Per-element nodes needed (in order) to compute `targets` inside a column loop."""
+        need: set[str] = set()
+        stack = list(targets)
+        while stack:
+            name = stack.pop()
+            n = self.nodes.get(name)
+            if n is None or name in need or n.layout in ("row", "scalar"):
+                continue
+            need.add(name)
+            stack.extend(a.name for a in n.args if isinstance(a, Ref))
+        return [n for n in self.k.nodes if n.name in need]
+
+    def signature(self) -> str:
+        args = [f"const float* {arg}" for arg, _ in self.inputs.values()]
+        args += [f"float* {o}" for o in self.outputs.values()]
+        args += ["int64_t n"] if self.k.flat else ["int64_t rows", "int64_t cols"]
+        return f'extern "C" void {self.k.name}({", ".join(args)})'
+
+    def write(self) -> str:
+        lines = [f"// {doc_of(self.k)}", self.signature() + " {"]
+        lines += self.flat_body() if self.k.flat else self.row_body()
+        lines.append("}")
+        return "\n".join(lines)
+
+    def flat_body(self) -> list[str]:
+        out = ["    #pragma omp parallel for simd schedule(static) "
+               "if (n >= PARALLEL_MIN_ELEMENTS)",
+               "    for (int64_t i = 0; i < n; ++i) {"]
+        for n in self.k.nodes:
+            out.append("        " + self.define(n, "i"))
+        for name, o in self.outputs.items():
+            out.append(f"        {o}[i] = v_{name};")
+        out.append("    }")
+        return out
+
+    def row_body(self) -> list[str]:
+        k = self.k
+        out = ["    #pragma omp parallel for KE_SCHEDULE if (rows * cols >= PARALLEL_MIN_ELEMENTS)",
+               "    for (int64_t r = 0; r < rows; ++r) {"]
+        ind = "        "
+        for arg, inp in self.inputs.values():
+            if inp.layout == "full":
+                out.append(f"{ind}const float* {arg}_r = {arg} + r * cols;")
+        self.inputs = {n: ((f"{a}_r" if i.layout == "full" else a), i)
+                       for n, (a, i) in self.inputs.items()}
+        out += [ind + self.define(n, "c") for n in k.nodes
+                if n.layout in ("row", "scalar") and n.level == 0 and n.kind != "reduce"]
+        for level in range(1, k.levels + 1):
+            reds = [n for n in k.nodes if n.kind == "reduce" and n.level == level]
+            out.append(f"{ind}// pass {level}: " + ", ".join(
+                f"{n.op} of {n.args[0].name}" for n in reds))
+            init = {"sum": "0.0f", "mean": "0.0f", "var": "0.0f", "max": "(-INFINITY)",
+                    "min": "INFINITY"}
+            clause = {"sum": "+", "mean": "+", "var": "+", "max": "max", "min": "min"}
+            for n in reds:
+                out.append(f"{ind}float acc_{n.name} = {init[n.op]};")
+            red = " ".join(f"reduction({clause[n.op]}:acc_{n.name})" for n in reds)
+            out.append(f"{ind}#pragma omp simd {red}")
+            out.append(f"{ind}for (int64_t c = 0; c < cols; ++c) {{")
+            for n in self.closure([n.args[0].name for n in reds]):
+                out.append(f"{ind}    " + self.define(n, "c"))
+            for n in reds:
+                v = self.ref(n.args[0], "c")
+                step = {"max": f"acc_{n.name} = {v} > acc_{n.name} ? {v} : acc_{n.name};",
+                        "min": f"acc_{n.name} = {v} < acc_{n.name} ? {v} : acc_{n.name};"}
+                out.append(f"{ind}    " + step.get(n.op, f"acc_{n.name} += {v};"))
+            out.append(f"{ind}}}")
+            for n in reds:
+                post = {"mean": f"acc_{n.name} / (float)cols",
+                        "var": f"acc_{n.name} / (float)(cols - {lit(n.attrs.get('correction', 1.0))})"}
+                out.append(f"{ind}const float v_{n.name} = {post.get(n.op, 'acc_' + n.name)};")
+            out += [ind + self.define(n, "c") for n in k.nodes
+                    if n.layout in ("row", "scalar") and n.level == level and n.kind != "reduce"]
+        full_outs = [(n, o) for n, o in self.outputs.items() if self.nodes[n].layout == "full"]
+        if full_outs:
+            out.append(f"{ind}// store pass")
+            out.append(f"{ind}#pragma omp simd")
+            out.append(f"{ind}for (int64_t c = 0; c < cols; ++c) {{")
+            for n in self.closure([n for n, _ in full_outs]):
+                out.append(f"{ind}    " + self.define(n, "c"))
+            for n, o in full_outs:
+                out.append(f"{ind}    {o}[r * cols + c] = v_{n};")
+            out.append(f"{ind}}}")
+        for n, o in self.outputs.items():
+            if self.nodes[n].layout == "row":
+                out.append(f"{ind}{o}[r] = v_{n};")
+        out.append("    }")
+        return out
+
+
+def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
+    ref = Reference(problem_path)
+    g = p.graph
+    kernels = [_KernelWriter(k) for k in p.kernels]
+    cpp = PRELUDE + "\n" + "\n\n".join(w.write() for w in kernels) + "\n"
+    lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {_name(problem_path)}.',
+             "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
+             "import ctypes", "", *_imports(ref), "", "from kernelevolve.runtime import load_cpp, ptr",
+             "",
+             "# ---- Tunables: the `tune` operator rewrites these literals.",
+             "# Below this many elements a kernel runs on one thread (waking the OpenMP team",
+             "# costs microseconds). 0: always parallel.",
+             "PARALLEL_MIN_ELEMENTS = 32768",
+             "# Rows per dynamic task in row kernels; 0: one static block of rows per thread.",
+             "ROWS_PER_TASK = 0",
+             "# 1: exp/sigmoid/tanh by a vectorisable polynomial (~2e-7 rel. error); 0: libm.",
+             "FAST_EXP = 1",
+             "TUNABLES = {",
+             '    "PARALLEL_MIN_ELEMENTS": [0, 8192, 32768, 131072, 524288],',
+             '    "ROWS_PER_TASK": [0, 1, 4, 16, 64],',
+             '    "FAST_EXP": [1, 0],',
+             "}", "",
+             f'SRC = r"""{cpp}"""', "",
+             'CONFIG = (f"#define PARALLEL_MIN_ELEMENTS {PARALLEL_MIN_ELEMENTS}\\n"',
+             '          f"#define ROWS_PER_TASK {ROWS_PER_TASK}\\n"',
+             '          f"#define FAST_EXP {FAST_EXP}\\n")',
+             "# -fno-math-errno/-fno-trapping-math let g++ vectorise sqrt, floor and float->int;",
+             "# unlike -ffast-math they keep IEEE inf/NaN semantics.",
+             f'_lib = load_cpp(CONFIG + SRC, name="synth_{_ident(_name(problem_path))}",',
+             '                flags=("-fno-math-errno", "-fno-trapping-math"))']
+    for w in kernels:
+        n_ptr = len(w.inputs) + len(w.outputs)
+        ints = 1 if w.k.flat else 2
+        lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {n_ptr} + "
+                     f"[ctypes.c_int64] * {ints}")
+        lines.append(f"_lib.{w.k.name}.restype = None")
+    lines += ["", "", "class ModelNew(nn.Module):" if "nn" in " ".join(_imports(ref))
+              else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
+              f"    def forward(self, {', '.join(ref.forward_args)}):"]
+    body = forward_prologue(p, ref)
+    for kind, item in p.steps:
+        if kind == "torch":
+            body.append(torch_step(g, item, ref))
+        else:
+            body += _call(item, g, ref)
+    body += forward_epilogue(p, ref)
+    lines += ["        " + b if b else "" for b in body]
+    return "\n".join(lines) + "\n"
+
+
+def _call(k: Kernel, g, ref: Reference) -> list[str]:
+    out = [f"# {doc_of(k)}"]
+    names = []
+    for j, i in enumerate(k.inputs):
+        src = var(g, i.name, ref)
+        out.append(f"{k.name}_in{j} = {src}.contiguous()")
+        names.append(f"{k.name}_in{j}")
+    dom = f"{k.name}_in{[i.name for i in k.inputs].index(k.domain_of)}.shape"
+    out.append(f"{k.name}_shape = {dom}")
+    for o in k.outputs:
+        shape = out_shape_expr(k, o, f"{k.name}_shape")
+        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.float32, "
+                   f"device={names[0]}.device)")
+    outs = [var(g, o.name, ref) for o in k.outputs]
+    ptrs = ", ".join(f"ptr({n})" for n in names + outs)
+    if k.flat:
+        out.append(f"if {names[[i.name for i in k.inputs].index(k.domain_of)]}.numel():")
+        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{[i.name for i in k.inputs].index(k.domain_of)}.numel())")
+    else:
+        out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")
+        di = [i.name for i in k.inputs].index(k.domain_of)
+        out.append(f"if {k.name}_in{di}.numel():")
+        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{di}.numel() // {k.name}_cols, "
+                   f"{k.name}_cols)")
+    return out
+
+
+def _imports(ref: Reference) -> list[str]:
+    base = ["import torch", "import torch.nn as nn"]
+    return base + [i for i in ref.imports if i not in base]
+
+
+def _name(problem_path: str) -> str:
+    from pathlib import Path
+
+    path = Path(problem_path)
+    return path.parent.name if path.stem == "problem" else path.stem
+
+
+def _ident(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text)

@@ -1,0 +1,265 @@
+"""Triton emitter: one `@triton.jit` kernel per planned kernel, in a `ModelNew` module.
+
+Row kernels: each program owns BLOCK_ROWS rows and walks them in BLOCK_COLS-wide chunks, one
+walk per reduction level plus a store walk (a row that fits one chunk is read from cache
+after the first walk). Per-row values are kept as (BLOCK_ROWS, 1) columns so they broadcast.
+Elementwise kernels use a 2-D grid of (rows, column chunks) tiles, or a flat 1-D grid when no
+operand is per-column. Every load and store is masked; padding lanes are neutralised before
+they enter a reduction. Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=1.
+"""
+from __future__ import annotations
+
+from kernelevolve.synth.capture import NotCovered, Ref
+from kernelevolve.synth.emit_cpp import _ident, _imports, _name
+from kernelevolve.synth.module import (Reference, doc_of, forward_epilogue, forward_prologue,
+                                       out_shape_expr, torch_step, var)
+from kernelevolve.synth.plan import KNode, Kernel, Plan
+
+
+def lit(a) -> str:
+    if isinstance(a, bool):
+        return "True" if a else "False"
+    if isinstance(a, (int, float)):
+        f = float(a)
+        if f != f or f in (float("inf"), -float("inf")):
+            return f'float("{f}")'
+        return repr(f)
+    raise NotCovered(f"cannot write {a!r} as a Triton literal")
+
+
+def expr(n: KNode, x: list[str]) -> str:
+    a = x[0] if x else ""
+    if n.kind == "unary":
+        tanh = "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"
+        return {
+            "abs": f"tl.abs({a})", "neg": f"(-{a})", "exp": f"tl.exp({a})", "log": f"tl.log({a})",
+            "sqrt": f"tl.sqrt({a})", "rsqrt": f"tl.rsqrt({a})", "sigmoid": f"tl.sigmoid({a})",
+            "tanh": tanh.format(a), "relu": f"tl.maximum({a}, 0.0)", "sin": f"tl.sin({a})",
+            "cos": f"tl.cos({a})", "erf": f"tl.math.erf({a})", "reciprocal": f"(1.0 / {a})",
+            "log1p": f"tl.log(1.0 + {a})", "expm1": f"(tl.exp({a}) - 1.0)",
+            "floor": f"tl.floor({a})", "ceil": f"tl.ceil({a})", "not": f"({a} == 0)",
+            "exp2": f"tl.exp2({a})", "log2": f"tl.log2({a})", "square": f"({a} * {a})",
+            "sign": f"tl.where({a} > 0, 1.0, tl.where({a} < 0, -1.0, 0.0))",
+            "gelu": f"(0.5 * {a} * (1.0 + tl.math.erf({a} * 0.7071067811865476)))",
+            "gelu_tanh": "(0.5 * {0} * (1.0 + ".format(a) + tanh.format(
+                f"0.7978845608028654 * ({a} + 0.044715 * {a} * {a} * {a})") + "))",
+        }[n.op]
+    if n.kind == "binary":
+        b = x[1]
+        if n.op == "pow":
+            e = n.args[1]
+            if isinstance(e, Ref) or float(e) not in (2.0, 0.5, 1.0, -1.0, 3.0):
+                raise NotCovered("pow with a general exponent is not covered by the Triton emitter")
+            return {2.0: f"({a} * {a})", 0.5: f"tl.sqrt({a})", 1.0: a, -1.0: f"(1.0 / {a})",
+                    3.0: f"({a} * {a} * {a})"}[float(e)]
+        ops = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=",
+               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
+        if n.op in ops:
+            return f"({a} {ops[n.op]} {b})"
+        return {"max": f"tl.maximum({a}, {b})", "min": f"tl.minimum({a}, {b})",
+                "rsub": f"({b} - {a})",
+                "leaky_relu": f"tl.where({a} > 0, {a}, {a} * {b})"}[n.op]
+    if n.kind == "where":
+        return f"tl.where({a}, {x[1]}, {x[2]})"
+    if n.kind == "clamp":
+        out = a
+        if n.attrs["lo"] is not None:
+            out = f"tl.maximum({out}, {lit(n.attrs['lo'])})"
+        if n.attrs["hi"] is not None:
+            out = f"tl.minimum({out}, {lit(n.attrs['hi'])})"
+        return out
+    if n.kind == "cast":
+        return f"({a} != 0)" if n.op == "bool" else f"({a}).to(tl.float32)"
+    if n.kind == "view":
+        return a
+    raise NotCovered(f"no Triton spelling for {n.kind} {n.op}")
+
+
+class _KernelWriter:
+    def __init__(self, k: Kernel):
+        self.k = k
+        self.nodes = {n.name: n for n in k.nodes}
+        self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
+        self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
+
+    def ref(self, a) -> str:
+        if not isinstance(a, Ref):
+            return lit(a)
+        if a.name in self.inputs:
+            return "x_" + self.inputs[a.name][0]
+        return "v_" + a.name
+
+    def define(self, n: KNode) -> str:
+        return f"v_{n.name} = {expr(n, [self.ref(a) for a in n.args])}"
+
+    def closure(self, targets: list[str]) -> tuple[list[str], list[KNode]]:
+        need: set[str] = set()
+        loads: list[str] = []
+        stack = list(targets)
+        while stack:
+            name = stack.pop()
+            if name in self.inputs:
+                if self.inputs[name][1].layout in ("full", "col") and name not in loads:
+                    loads.append(name)
+                continue
+            n = self.nodes.get(name)
+            if n is None or name in need or n.layout in ("row", "scalar"):
+                continue
+            need.add(name)
+            stack.extend(a.name for a in n.args if isinstance(a, Ref))
+        return loads, [n for n in self.k.nodes if n.name in need]
+
+    def load(self, name: str, flat: bool) -> str:
+        arg, inp = self.inputs[name]
+        if flat:
+            return f"x_{arg} = tl.load({arg} + offs, mask=mask, other=0.0)"
+        if inp.layout == "full":
+            return f"x_{arg} = tl.load({arg} + offs, mask=mask, other=0.0)"
+        return f"x_{arg} = tl.load({arg} + cols_idx, mask=col_ok, other=0.0)[None, :]"
+
+    def write(self) -> str:
+        k = self.k
+        args = [a for a, _ in self.inputs.values()] + list(self.outputs.values())
+        if k.flat:
+            args += ["n", "BLOCK: tl.constexpr"]
+        else:
+            args += ["rows", "cols", "BLOCK_ROWS: tl.constexpr", "BLOCK_COLS: tl.constexpr"]
+        lines = [f"# {doc_of(k)}", "@triton.jit", f"def {k.name}({', '.join(args)}):"]
+        body = self.flat_body() if k.flat else self.row_body()
+        return "\n".join(lines + ["    " + b for b in body])
+
+    def pre_rows(self) -> list[str]:
+        out = []
+        for arg, inp in self.inputs.values():
+            if inp.layout == "scalar":
+                out.append(f"x_{arg} = tl.load({arg})")
+            elif inp.layout == "row" and not self.k.flat:
+                out.append(f"x_{arg} = tl.load({arg} + row_idx, mask=row_ok, other=0.0)[:, None]")
+        return out
+
+    def flat_body(self) -> list[str]:
+        out = ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
+        out += self.pre_rows()
+        loads, nodes = self.closure(list(self.outputs))
+        out += [self.load(n, True) for n in loads]
+        out += [self.define(n) for n in self.k.nodes]
+        out += [f"tl.store({o} + offs, v_{n}, mask=mask)" for n, o in self.outputs.items()]
+        return out
+
+    def tile(self, col0: str) -> list[str]:
+        return [f"cols_idx = {col0} + tl.arange(0, BLOCK_COLS)", "col_ok = cols_idx < cols",
+                "mask = row_ok[:, None] & col_ok[None, :]",
+                "offs = row_idx[:, None] * cols + cols_idx[None, :]"]
+
+    def row_body(self) -> list[str]:
+        k = self.k
+        out = ["row_idx = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)",
+               "row_ok = row_idx < rows"]
+        out += self.pre_rows()
+        out += [self.define(n) for n in k.nodes
+                if n.layout in ("row", "scalar") and n.level == 0 and n.kind != "reduce"]
+        init = {"max": 'float("-inf")', "min": 'float("inf")'}
+        for level in range(1, k.levels + 1):
+            reds = [n for n in k.nodes if n.kind == "reduce" and n.level == level]
+            out.append(f"# pass {level}: " + ", ".join(f"{n.op} of {n.args[0].name}" for n in reds))
+            for n in reds:
+                out.append(f"acc_{n.name} = tl.full((BLOCK_ROWS, BLOCK_COLS), "
+                           f"{init.get(n.op, '0.0')}, tl.float32)")
+            out.append("for col0 in range(0, cols, BLOCK_COLS):")
+            loads, nodes = self.closure([n.args[0].name for n in reds])
+            inner = self.tile("col0") + [self.load(n, False) for n in loads]
+            inner += [self.define(n) for n in nodes]
+            for n in reds:
+                v = f"tl.where(mask, {self.ref(n.args[0])}, {init.get(n.op, '0.0')})"
+                if n.op == "max":
+                    inner.append(f"acc_{n.name} = tl.maximum(acc_{n.name}, {v})")
+                elif n.op == "min":
+                    inner.append(f"acc_{n.name} = tl.minimum(acc_{n.name}, {v})")
+                else:
+                    inner.append(f"acc_{n.name} += {v}")
+            out += ["    " + line for line in inner]
+            for n in reds:
+                fn = {"max": "tl.max", "min": "tl.min"}.get(n.op, "tl.sum")
+                red = f"{fn}(acc_{n.name}, axis=1)[:, None]"
+                if n.op == "mean":
+                    red += " / cols"
+                elif n.op == "var":
+                    red += f" / (cols - {lit(n.attrs.get('correction', 1.0))})"
+                out.append(f"v_{n.name} = {red}")
+            out += [self.define(n) for n in k.nodes
+                    if n.layout in ("row", "scalar") and n.level == level and n.kind != "reduce"]
+        full_outs = [(n, o) for n, o in self.outputs.items() if self.nodes[n].layout == "full"]
+        if full_outs:
+            loads, nodes = self.closure([n for n, _ in full_outs])
+            inner = [self.load(n, False) for n in loads] + [self.define(n) for n in nodes]
+            inner += [f"tl.store({o} + offs, v_{n}, mask=mask)" for n, o in full_outs]
+            if k.has_reduction:
+                out.append("# store pass")
+                out.append("for col0 in range(0, cols, BLOCK_COLS):")
+                out += ["    " + line for line in self.tile("col0") + inner]
+            else:
+                out += self.tile("tl.program_id(1) * BLOCK_COLS") + inner
+        for n, o in self.outputs.items():
+            if self.nodes[n].layout == "row":
+                out.append(f"tl.store({o} + row_idx[:, None], v_{n}, mask=row_ok[:, None])")
+        return out
+
+
+def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
+    ref = Reference(problem_path)
+    g = p.graph
+    writers = [_KernelWriter(k) for k in p.kernels]
+    kernels = "\n\n\n".join(w.write() for w in writers)
+    lines = [f'"""Synthesized Triton candidate (kernelevolve synth) for {_name(problem_path)}.',
+             "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
+             *_imports(ref), "import triton", "import triton.language as tl", "",
+             "# ---- Tunables: the `tune` operator rewrites these literals (powers of two).",
+             "# Values per program; row kernels take BLOCK_ELEMENTS // BLOCK_COLS rows each.",
+             "BLOCK_ELEMENTS = 8192",
+             "# Widest column chunk a row kernel walks at once (the row length rounded up to a",
+             "# power of two when it is smaller).",
+             "MAX_BLOCK_COLS = 4096",
+             "NUM_WARPS = 4",
+             "TUNABLES = {",
+             '    "BLOCK_ELEMENTS": [1024, 2048, 4096, 8192, 16384],',
+             '    "MAX_BLOCK_COLS": [512, 1024, 2048, 4096, 8192],',
+             '    "NUM_WARPS": [1, 2, 4, 8, 16],',
+             "}", "", "", kernels, "", "",
+             "class ModelNew(nn.Module):" if "nn" in " ".join(_imports(ref))
+             else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
+             f"    def forward(self, {', '.join(ref.forward_args)}):"]
+    body = forward_prologue(p, ref)
+    for kind, item in p.steps:
+        body += [torch_step(g, item, ref)] if kind == "torch" else _call(item, g, ref)
+    body += forward_epilogue(p, ref)
+    lines += ["        " + b if b else "" for b in body]
+    return "\n".join(lines) + "\n"
+
+
+def _call(k: Kernel, g, ref: Reference) -> list[str]:
+    out = [f"# {doc_of(k)}"]
+    names = []
+    for j, i in enumerate(k.inputs):
+        out.append(f"{k.name}_in{j} = {var(g, i.name, ref)}.contiguous()")
+        names.append(f"{k.name}_in{j}")
+    dom_in = names[[i.name for i in k.inputs].index(k.domain_of)]
+    out.append(f"{k.name}_shape = {dom_in}.shape")
+    for o in k.outputs:
+        shape = out_shape_expr(k, o, f"{k.name}_shape")
+        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.float32, "
+                   f"device={dom_in}.device)")
+    tensors = ", ".join(names + [var(g, o.name, ref) for o in k.outputs])
+    out.append(f"if {dom_in}.numel():")
+    if k.flat:
+        out.append(f"    n = {dom_in}.numel()")
+        out.append(f"    {k.name}[(triton.cdiv(n, BLOCK_ELEMENTS),)]({tensors}, n, "
+                   "BLOCK=BLOCK_ELEMENTS, num_warps=NUM_WARPS)")
+        return out
+    out += [f"    cols = {k.name}_shape[-1]", f"    rows = {dom_in}.numel() // cols",
+            "    block_cols = min(triton.next_power_of_2(cols), MAX_BLOCK_COLS)",
+            "    block_rows = max(1, BLOCK_ELEMENTS // block_cols)"]
+    grid = ("(triton.cdiv(rows, block_rows),)" if k.has_reduction
+            else "(triton.cdiv(rows, block_rows), triton.cdiv(cols, block_cols))")
+    out.append(f"    {k.name}[{grid}]({tensors}, rows, cols,")
+    out.append("        BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols, num_warps=NUM_WARPS)")
+    return out

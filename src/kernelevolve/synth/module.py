@@ -1,0 +1,140 @@
+"""Python glue shared by the emitters: the candidate's header, `ModelNew.__init__` and the
+torch-kept steps of `forward`.
+
+Parameters: `ModelNew.__init__` is the reference's own `Model.__init__` body, copied from the
+problem source (with `super(Model, self)` made `super()`), so it creates the same parameters
+in the same order from the same random stream: under the harness's seeding both models get
+identical weights. `forward` reads each parameter from the candidate's own module
+(`self.linear.weight`), never from the reference.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from kernelevolve.synth.capture import Graph, NotCovered, Ref
+from kernelevolve.synth.plan import Kernel, Plan
+
+_ALLOWED_IMPORTS = ("torch", "math", "numpy", "functools", "itertools", "typing", "collections",
+                    "dataclasses", "enum", "operator", "numbers", "__future__")
+
+
+class Reference:
+    """What the emitters need from the problem's source: imports, __init__, forward's args."""
+
+    def __init__(self, problem_path: str):
+        source = Path(problem_path).read_text()
+        tree = ast.parse(source)
+        self.imports: list[str] = []
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                        else [node.module or ""])
+                if all(m.split(".")[0] in _ALLOWED_IMPORTS for m in mods) and not \
+                        (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+                    self.imports.append(ast.get_source_segment(source, node))
+        model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"),
+                     None)
+        if model is None:
+            raise NotCovered("the problem defines no class Model in its source")
+        init = next((n for n in model.body if isinstance(n, ast.FunctionDef)
+                     and n.name == "__init__"), None)
+        fwd = next((n for n in model.body if isinstance(n, ast.FunctionDef)
+                    and n.name == "forward"), None)
+        if fwd is None:
+            raise NotCovered("Model has no forward method in its source")
+        if fwd.args.vararg or fwd.args.kwonlyargs:
+            raise NotCovered("Model.forward takes *args or keyword-only arguments")
+        self.forward_args = [a.arg for a in fwd.args.args[1:]]
+        if init is None:
+            self.init_src = "    def __init__(self):\n        super().__init__()\n"
+        else:
+            seg = ast.get_source_segment(source, init, padded=True)
+            seg = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", seg)
+            self.init_src = _reindent(seg, "    ")
+
+
+def _reindent(text: str, indent: str) -> str:
+    lines = text.splitlines()
+    first = next(line for line in lines if line.strip())
+    cur = len(first) - len(first.lstrip())
+    return "\n".join((indent + line[cur:]) if line.strip() else "" for line in lines) + "\n"
+
+
+def param_expr(qualified: str) -> str:
+    parts = qualified.split(".")
+    if all(p.isidentifier() for p in parts):
+        return "self." + qualified
+    return f"self.get_parameter({qualified!r})"
+
+
+def var(g: Graph, name: str, ref: Reference) -> str:
+    v = g.values[name]
+    if v.op == "input":
+        return ref.forward_args[v.attrs["index"]]
+    return name
+
+
+def render_arg(g: Graph, a: Any, ref: Reference) -> str:
+    if isinstance(a, Ref):
+        return var(g, a.name, ref)
+    if isinstance(a, tuple):
+        inner = ", ".join(render_arg(g, x, ref) for x in a)
+        return f"[{inner}]"
+    if isinstance(a, str) and a.startswith("torch."):
+        return a
+    if isinstance(a, float) and a != a:
+        return 'float("nan")'
+    if isinstance(a, float) and a in (float("inf"), -float("inf")):
+        return 'float("inf")' if a > 0 else '-float("inf")'
+    return repr(a)
+
+
+def torch_step(g: Graph, name: str, ref: Reference) -> str:
+    v = g.values[name]
+    if v.op == "getitem":
+        return f"{name} = {render_arg(g, v.args[0], ref)}[{v.args[1]}]"
+    target = v.attrs["target"]
+    if not target.startswith("aten."):
+        raise NotCovered(f"cannot call {target} from a candidate")
+    args = [render_arg(g, a, ref) for a in v.args]
+    args += [f"{k}={render_arg(g, a, ref)}" for k, a in v.attrs.get("kwargs", {}).items()]
+    return f"{name} = torch.ops.{target}({', '.join(args)})  # kept in torch"
+
+
+def forward_prologue(p: Plan, ref: Reference) -> list[str]:
+    g = p.graph
+    used = {r for v in g.values.values() for r in v.refs()} | set(g.outputs)
+    return [f"{n} = {param_expr(q)}" for n, q in g.params.items() if n in used]
+
+
+def forward_epilogue(p: Plan, ref: Reference) -> list[str]:
+    outs = [var(p.graph, o, ref) for o in p.graph.outputs]
+    return [f"return {outs[0]}" if len(outs) == 1 else f"return ({', '.join(outs)},)"]
+
+
+def out_shape_expr(k: Kernel, out, dom: str) -> str:
+    """The run-time shape of a kernel output, from the domain tensor's shape `dom`."""
+    nd = len(k.domain)
+    if out.layout == "full":
+        extra = len(out.shape) - nd
+        if extra == 0:
+            return f"{dom}"
+        if extra > 0:
+            return f"(1,) * {extra} + tuple({dom})"
+        return f"tuple({dom})[{-extra}:]"
+    if len(out.shape) == nd and out.shape[-1] == 1:
+        return f"tuple({dom})[:-1] + (1,)"
+    if len(out.shape) == nd - 1:
+        return f"tuple({dom})[:-1]"
+    raise NotCovered(f"row output {out.name} has shape {out.shape}")
+
+
+def doc_of(k: Kernel) -> str:
+    ops = ", ".join(n.source_op for n in k.nodes if n.kind != "view" and n.source_op)
+    if k.has_reduction:
+        return (f"kernel {k.name}: fuses {ops} over rows of the last dim "
+                f"({k.levels} reduction pass(es), then one store pass per row)")
+    return f"kernel {k.name}: fuses {ops} elementwise (one read of each input, one write)"

@@ -1,0 +1,60 @@
+"""The `synth` operator: in the draft phase, one synthesized candidate per language.
+
+It proposes from the root only (ctx.parents empty): the `tune` operator then explores each
+draft's TUNABLES. It is exhaustible: once its drafts are in the graph (their hashes are in
+ctx.seen_hashes), or when the problem is not covered, it returns [].
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from kernelevolve.operators.base import Draft, ProposalContext
+from kernelevolve.synth.api import synthesize
+from kernelevolve.synth.capture import NotCovered
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LANGUAGES = {"cpu": ["cpp"], "cuda": ["triton"], "rocm": ["triton"]}
+
+
+class SynthOperator:
+    name = "synth"
+    exhaustible = True
+
+    def __init__(self, problem_path: str, platform: str, languages: list[str] | None = None):
+        self.problem_path = str(problem_path)
+        self.platform = platform
+        self.languages = list(languages or DEFAULT_LANGUAGES.get(platform, ["cpp"]))
+        self._cache: dict[str, tuple[str, str, str] | None] = {}
+        self.not_covered: str | None = None
+
+    def _draft(self, language: str) -> tuple[str, str, str] | None:
+        if language not in self._cache:
+            try:
+                source, plan = synthesize(self.problem_path, language)
+                from kernelevolve.synth.plan import explain
+
+                self._cache[language] = (source, plan.summary(), explain(plan))
+            except NotCovered as exc:
+                self.not_covered = str(exc)
+                log.info("synth: %s (%s)", exc, language)
+                self._cache[language] = None
+        return self._cache[language]
+
+    async def propose(self, context: ProposalContext) -> list[Draft]:
+        if context.parents:
+            return []
+        drafts = []
+        for language in self.languages:
+            made = self._draft(language)
+            if made is None:
+                continue
+            source, summary, text = made
+            if hashlib.sha256(source.encode()).hexdigest() in context.seen_hashes:
+                continue
+            drafts.append(Draft(source=source, parents=(), operator=self.name,
+                                rationale=f"synthesized {language} fused kernel(s) from the "
+                                          f"reference graph: {summary}\n{text}",
+                                meta={"synth_plan": summary, "synth_language": language}))
+        return drafts

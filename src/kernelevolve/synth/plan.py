@@ -1,0 +1,333 @@
+"""Fusion planning: group a captured graph into row kernels and torch-kept ops.
+
+A kernel works on a *domain* (R..., C): the shape of its largest elementwise value, seen as
+`rows x cols` with cols the last dim. Each value in a kernel has a *layout* saying what it
+varies with: "full" (row and column), "row" (one value per row: a reduction over the last
+dim, or a (..., 1) input), "col" (one value per column: a per-feature parameter) or
+"scalar". A row reduction's result is available after one pass over the row; values built
+on it are available from the next pass, so each reduction gets a *level* (1 + the highest
+level it depends on) and the emitted kernel makes one pass per level plus a final store
+pass (softmax: max, then sum of exp, then store; layer norm: mean, then variance, then store).
+
+Grouping walks the graph in order: a fusable node joins the open kernel of its fusable
+producers (merging them); a torch-kept node (matmul, conv, anything not in ops.py) closes
+every kernel it depends on, so a kernel never needs a value computed after it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelevolve.synth.capture import Capture, Graph, NotCovered, Ref, Value
+from kernelevolve.synth.ops import normalise
+
+ORDER = {"scalar": 0, "row": 1, "col": 1, "full": 2}
+
+
+@dataclass
+class KNode:
+    name: str
+    kind: str                  # unary, binary, where, clamp, cast, reduce, view
+    op: str
+    args: tuple[Any, ...]      # Refs (kernel inputs or earlier nodes) and Python scalars
+    attrs: dict[str, Any]
+    layout: str
+    dtype: str
+    level: int                 # the pass from which this value is available
+    source_op: str             # the ATen op it came from (for explain)
+
+
+@dataclass
+class KInput:
+    name: str                  # the graph value read
+    layout: str
+    dtype: str
+
+
+@dataclass
+class KOutput:
+    name: str
+    layout: str                # full or row
+    shape: tuple[int, ...]     # case-0 shape (the emitter uses the live tensors' shapes)
+
+
+@dataclass
+class Kernel:
+    name: str
+    nodes: list[KNode]
+    inputs: list[KInput]
+    outputs: list[KOutput]
+    domain: tuple[int, ...]
+    domain_of: str             # a value whose shape is the domain at run time (input or output)
+    levels: int                # number of reduction passes
+
+    @property
+    def has_reduction(self) -> bool:
+        return self.levels > 0
+
+    @property
+    def flat(self) -> bool:
+        """Pure elementwise with no per-column or per-row operand: index the data flat."""
+        return self.levels == 0 and all(i.layout in ("full", "scalar") for i in self.inputs)
+
+
+@dataclass
+class Plan:
+    graph: Graph
+    steps: list[tuple[str, Any]]     # ("torch", value name) or ("kernel", Kernel), in order
+    kernels: list[Kernel]
+    kept: list[str]
+
+    def summary(self) -> str:
+        parts = [f"{k.name}: {'+'.join(_short_ops(k))}" for k in self.kernels]
+        kept = [self.graph.values[n].op for n in self.kept if not _is_view(self.graph.values[n])]
+        if kept:
+            parts.append("torch: " + ", ".join(kept))
+        return "; ".join(parts)
+
+
+def _is_view(v: Value) -> bool:
+    return v.op in ("view", "_unsafe_view", "reshape", "permute", "t", "transpose", "alias",
+                    "expand", "unsqueeze", "squeeze", "clone", "contiguous")
+
+
+def _short_ops(k: Kernel) -> list[str]:
+    return [n.source_op for n in k.nodes if n.kind != "view" and n.source_op]
+
+
+# ---- grouping -----------------------------------------------------------------------------
+
+def plan(cap: Capture | Graph) -> Plan:
+    graphs = cap.graphs if isinstance(cap, Capture) else {"default": cap}
+    g = next(iter(graphs.values()))
+    norm = {n: normalise(v) for n, v in g.values.items() if v.op not in ("input", "param")}
+    group_of: dict[str, int] = {}
+    members: dict[int, list[str]] = {}
+    closed: set[int] = set()
+    depends: dict[str, set[int]] = {}      # kept value -> kernels it (transitively) reads
+    next_id = 0
+    for name, v in g.values.items():
+        if v.op in ("input", "param"):
+            continue
+        refs = v.refs()
+        producers = {group_of[r] for r in refs if r in group_of and group_of[r] not in closed}
+        fusable = norm[name] is not None
+        if fusable and norm[name][0] == "view" and not producers:
+            fusable = False                 # a view of a torch value stays a torch view
+        if not fusable:
+            deps: set[int] = set()
+            for r in refs:
+                if r in group_of:
+                    deps.add(group_of[r])
+                deps |= depends.get(r, set())
+            depends[name] = deps
+            closed |= deps
+            continue
+        # kernels this node may not join: those a kept producer of this node depends on
+        blocked = set().union(*(depends.get(r, set()) for r in refs))
+        producers -= blocked
+        if producers:
+            gid = min(producers)
+            for other in sorted(producers - {gid}):
+                for m in members.pop(other):
+                    group_of[m] = gid
+                    members[gid].append(m)
+        else:
+            gid, next_id = next_id, next_id + 1
+            members[gid] = []
+        group_of[name] = gid
+        members[gid].append(name)
+    order = list(g.values)
+    kernels: list[Kernel] = []
+    last_of: dict[str, Kernel] = {}
+    kernel_of: dict[str, Kernel] = {}
+    users = g.users()
+    for gid in sorted(members, key=lambda i: max(order.index(m) for m in members[i])):
+        names = sorted(members[gid], key=order.index)
+        if all(norm[n][0] == "view" for n in names):
+            for n in names:
+                del group_of[n]
+            continue
+        k = _build_kernel(g, graphs, names, norm, users, f"k{len(kernels)}")
+        kernels.append(k)
+        last_of[names[-1]] = k
+        for n in names:
+            kernel_of[n] = k
+    steps: list[tuple[str, Any]] = []
+    kept: list[str] = []
+    for name, v in g.values.items():
+        if v.op in ("input", "param"):
+            continue
+        if name in last_of:
+            steps.append(("kernel", last_of[name]))
+        elif name not in kernel_of:
+            _check_kept_args(graphs, name)
+            steps.append(("torch", name))
+            kept.append(name)
+    if not kernels:
+        ops = sorted({g.values[n].op for n in kept}) or ["nothing"]
+        raise NotCovered("no fusable op: " + ", ".join(ops) + " stay(s) in torch "
+                         "(not covered by the synthesizer yet)")
+    return Plan(g, steps, kernels, kept)
+
+
+def _check_kept_args(graphs: dict[str, Graph], name: str) -> None:
+    first = None
+    for g in graphs.values():
+        v = g.values[name]
+        if first is None:
+            first = v.args
+        elif v.args != first:
+            raise NotCovered(f"the torch-kept op {v.op} has shape-dependent arguments "
+                             f"({first!r} vs {v.args!r}); not covered yet")
+
+
+# ---- layouts and levels -------------------------------------------------------------------
+
+def _strip(shape: tuple[int, ...]) -> tuple[int, ...]:
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return tuple(shape[i:])
+
+
+def _layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...]) -> str | None:
+    n, cols = math.prod(shape), domain[-1] if domain else 1
+    if n == 1:
+        return "scalar"
+    if _strip(shape) == _strip(domain):
+        return "full"
+    if shape and shape[-1] == cols and n == cols:
+        return "col"
+    rows_shape = _strip(domain[:-1])
+    if shape and shape[-1] == 1 and _strip(shape[:-1]) == rows_shape:
+        return "row"
+    return None
+
+
+def _row_shape_ok(shape, domain) -> bool:
+    """A row value that broadcasts against a full one must keep the reduced dim as 1."""
+    return bool(shape) and shape[-1] == 1 and len(shape) <= len(domain)
+
+
+def _domain(g: Graph, names: list[str], norm) -> tuple[int, ...]:
+    shapes = [g.values[n].shape for n in names]
+    for n in names:
+        if norm[n][0] == "reduce":
+            shapes.append(g.values[norm[n][2][0].name].shape)
+    return max(shapes, key=lambda s: (math.prod(s), len(s)))
+
+
+def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -> Kernel:
+    domain = _domain(g, names, norm)
+    inside = set(names)
+    layout: dict[str, str] = {}
+    level: dict[str, int] = {}
+    inputs: list[KInput] = []
+    nodes: list[KNode] = []
+
+    def operand(a):
+        if not isinstance(a, Ref):
+            return
+        if a.name in inside or a.name in layout:
+            return
+        v = g.values[a.name]
+        lay = _layout_of_shape(v.shape, domain)
+        if lay is None:
+            raise NotCovered(f"{v.name} of shape {v.shape} does not broadcast as a row, a column "
+                             f"or a scalar over the kernel domain {domain}")
+        if v.dtype != "float32":
+            raise NotCovered(f"kernel input {v.name} has dtype {v.dtype}; only float32 is covered")
+        layout[a.name], level[a.name] = lay, 0
+        inputs.append(KInput(a.name, lay, v.dtype))
+
+    for n in names:
+        v = g.values[n]
+        kind, op, args, attrs = norm[n]
+        for a in args:
+            operand(a)
+        refs = [a.name for a in args if isinstance(a, Ref)]
+        lays = [layout[r] for r in refs]
+        lvl = max([level[r] for r in refs] or [0])
+        if kind == "reduce":
+            src = g.values[refs[0]]
+            if layout[refs[0]] != "full" or attrs["dim"] % len(src.shape) != len(src.shape) - 1:
+                raise NotCovered(f"{v.op} over dim {attrs['dim']} of {src.shape}: only reductions "
+                                 "over the last dim are covered yet")
+            lay, lvl = "row", lvl + 1
+        elif kind == "view":
+            lay = lays[0]
+            if lay == "full" and _strip(v.shape) != _strip(domain):
+                raise NotCovered(f"{v.op} reshapes the rows ({g.values[refs[0]].shape} -> "
+                                 f"{v.shape}); not covered inside a kernel")
+        else:
+            lay = max(lays, key=ORDER.get) if lays else "scalar"
+            if "row" in lays and "col" in lays:
+                lay = "full"
+            if lay != "row":
+                for r in refs:
+                    if layout[r] == "row" and not _row_shape_ok(g.values[r].shape, domain):
+                        raise NotCovered(f"{g.values[r].name} (shape {g.values[r].shape}) "
+                                         "broadcasts against the wrong dim")
+            if lay == "full" and _strip(v.shape) != _strip(domain):
+                raise NotCovered(f"{v.op} gives shape {v.shape}, not the kernel domain {domain}")
+        if kind == "reduce" and op == "var":
+            # two passes: the mean, then the mean of squared deviations (no cancellation)
+            src, m, d, sq = args[0], Ref(n + "_mean"), Ref(n + "_dev"), Ref(n + "_sq")
+            nodes.append(KNode(m.name, "reduce", "mean", (src,), attrs, "row", v.dtype, lvl, ""))
+            nodes.append(KNode(d.name, "binary", "sub", (src, m), {}, "full", v.dtype, lvl, ""))
+            nodes.append(KNode(sq.name, "binary", "mul", (d, d), {}, "full", v.dtype, lvl, ""))
+            lvl += 1
+            layout[n], level[n] = lay, lvl
+            nodes.append(KNode(n, kind, "var", (sq,), attrs, lay, v.dtype, lvl, v.op))
+            continue
+        layout[n], level[n] = lay, lvl
+        nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, lvl, v.op))
+    outputs = []
+    for n in names:
+        if any(u not in inside for u in users[n]):
+            v = g.values[n]
+            if v.dtype != "float32":
+                raise NotCovered(f"kernel output {n} has dtype {v.dtype}; only float32 is covered")
+            if layout[n] not in ("full", "row"):
+                raise NotCovered(f"kernel output {n} is a per-column or scalar value")
+            outputs.append(KOutput(n, layout[n], v.shape))
+    domain_of = next((i.name for i in inputs if i.layout == "full"), None)
+    if domain_of is None:
+        raise NotCovered(f"kernel {kname} reads no full-size tensor")
+    levels = max((kn.level for kn in nodes if kn.kind == "reduce"), default=0)
+    return Kernel(kname, nodes, inputs, outputs, domain, domain_of, levels)
+
+
+# ---- explain ------------------------------------------------------------------------------
+
+def explain(p: Plan) -> str:
+    lines = []
+    for k in p.kernels:
+        shape = "x".join(map(str, k.domain))
+        what = ("row kernel, " + f"{k.levels} reduction pass(es) + 1 store pass"
+                if k.has_reduction else "elementwise kernel")
+        lines.append(f"kernel {k.name} ({what}, domain {shape}): fuses "
+                     + ", ".join(n.source_op for n in k.nodes if n.source_op))
+        lines.append("    reads " + ", ".join(f"{_label(p.graph, i.name)} [{i.layout}]"
+                                             for i in k.inputs)
+                     + "; writes " + ", ".join(f"{o.name} [{o.layout}]" for o in k.outputs))
+    for name in p.kept:
+        v = p.graph.values[name]
+        lines.append(f"torch: {v.op} ({name}, shape {'x'.join(map(str, v.shape))}) stays a "
+                     "torch call" + (" (a view)" if _is_view(v) else ""))
+    return "\n".join(lines)
+
+
+def _label(g: Graph, name: str) -> str:
+    if name in g.params:
+        return f"param {g.params[name]}"
+    v = g.values[name]
+    if v.op == "input":
+        return f"input {v.attrs['index']}"
+    return name
+
+
+def explain_error(exc: NotCovered) -> str:
+    return f"not covered: {exc}"
