@@ -10,23 +10,16 @@ influence them. Outputs leave as data (harness/wire.py); the comparison happens 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import random
 from pathlib import Path
 from typing import Any
 
 from kernelevolve.harness import wire
 from kernelevolve.harness.errors_fmt import format_exception
+from kernelevolve.harness.session import JobFailure, Session, digest, flatten_outputs
 from kernelevolve.harness.timing import TimingPolicy, interleaved
-from kernelevolve.problem import Case, CaseBinder, import_module
-
-
-class JobFailure(Exception):
-    def __init__(self, stage: str, reason: str, **extra: Any):
-        super().__init__(reason)
-        self.stage, self.reason, self.extra = stage, reason, extra
+from kernelevolve.problem import Case, import_module
 
 
 class Progress:
@@ -37,85 +30,6 @@ class Progress:
 
     def stage(self, name: str) -> None:
         os.write(self.fd, f"{name} {self.timeouts.get(name, 60)}\n".encode())
-
-
-def seed_all(seed: int) -> None:
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-
-
-class Session:
-    """The problem module, loaded in this child, and seeded access to its inputs and models."""
-
-    def __init__(self, req: dict[str, Any]):
-        from kernelevolve.platforms import get_platform
-
-        self.req = req
-        self.platform = get_platform(req["platform"])
-        self.platform.setup_worker(int(req["threads"]))
-        self.problem_path = req["problem"]
-        self.module = import_module(self.problem_path)
-        self.cases = [Case(c["name"], c["weight"], c["bindings"]) for c in req["cases"]]
-        self.binder = CaseBinder(self.module, tuple(self.cases))
-        self.init_seed = int(req["init_seed"])
-
-    def inputs(self, case: Case, seed: int) -> list[Any]:
-        self.binder.bind(case)
-        seed_all(seed)
-        values = list(self.module.get_inputs())
-        return [self._to_device(v) for v in values]
-
-    def build(self, cls: type, case: Case):
-        self.binder.bind(case)
-        seed_all(self.init_seed)
-        init = list(self.module.get_init_inputs())
-        seed_all(self.init_seed + 1)
-        model = cls(*init)
-        if hasattr(model, "to"):
-            model = model.to(self.platform.device)
-        return model
-
-    def _to_device(self, value: Any) -> Any:
-        import torch
-
-        if isinstance(value, torch.Tensor):
-            return value.to(self.platform.device)
-        return value
-
-
-def flatten_outputs(value: Any, where: str) -> list[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        out: list[Any] = []
-        for item in value:
-            out.extend(flatten_outputs(item, where))
-        return out
-    if isinstance(value, (bool, int, float)):
-        return [torch.tensor(value)]
-    raise JobFailure("run", f"{where} returned a {type(value).__name__}; forward must return "
-                            "tensors (or a tuple/list of tensors)")
-
-
-def digest(values: list[Any]) -> str:
-    import torch
-
-    h = hashlib.blake2b(digest_size=16)
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            t = v.detach().cpu().contiguous().reshape(-1)
-            h.update(str((t.dtype, tuple(v.shape))).encode())
-            if t.numel():
-                h.update(t.view(torch.uint8).numpy().tobytes())
-        else:
-            h.update(repr(v).encode())
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------

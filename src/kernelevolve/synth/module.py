@@ -135,6 +135,5 @@ def out_shape_expr(k: Kernel, out, dom: str) -> str:
 def doc_of(k: Kernel) -> str:
     ops = ", ".join(n.source_op for n in k.nodes if n.kind != "view" and n.source_op)
     if k.has_reduction:
-        return (f"kernel {k.name}: fuses {ops} over rows of the last dim "
-                f"({k.levels} reduction pass(es), then one store pass per row)")
-    return f"kernel {k.name}: fuses {ops} elementwise (one read of each input, one write)"
+        return f"kernel {k.name}: {ops} over rows ({k.levels} reduction pass(es) per row)"
+    return f"kernel {k.name}: {ops}, elementwise (one read per input, one write)"

@@ -306,7 +306,8 @@ def explain(p: Plan) -> str:
     lines = []
     for k in p.kernels:
         shape = "x".join(map(str, k.domain))
-        what = ("row kernel, " + f"{k.levels} reduction pass(es) + 1 store pass"
+        store = " + 1 store pass" if any(o.layout == "full" for o in k.outputs) else ""
+        what = (f"row kernel, {k.levels} reduction pass(es){store}"
                 if k.has_reduction else "elementwise kernel")
         lines.append(f"kernel {k.name} ({what}, domain {shape}): fuses "
                      + ", ".join(n.source_op for n in k.nodes if n.source_op))
