@@ -24,6 +24,7 @@ from kernelevolve.operators.tunables import read_config
 
 PROBLEM = PROBLEMS / "tunable_scale.py"
 CANDIDATE = PROBLEMS / "tunable_scale_candidate.py"
+EXAMPLE_RMSNORM = Path(__file__).resolve().parent.parent / "examples" / "rmsnorm" / "problem.py"
 CLI_TIMEOUT = 300        # one optimize of 8 evaluations takes ~25 s here; be generous under load
 SUMMARY_KEYS = {"run_id", "status", "outcome", "best", "funnel", "evaluations", "nodes"}
 FUNNEL_KEYS = ("proposed", "static", "load", "run", "correctness", "integrity", "timing",
@@ -61,8 +62,8 @@ def e2e(tmp_path_factory):
     """One `optimize` run shared by the CLI tests below (the expensive part: ~25 s)."""
     tmp = tmp_path_factory.mktemp("e2e")
     ws, summary_path = tmp / "ws", tmp / "s.json"
-    r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--max-evals", 8,
-            "--workspace", ws, "--json", summary_path)
+    r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
+            "--max-evals", 8, "--workspace", ws, "--json", summary_path)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     return {"tmp": tmp, "ws": ws, "proc": r, "summary": json.loads(summary_path.read_text())}
 
@@ -157,7 +158,8 @@ def _killed_optimize(tmp_path: Path, ws: Path, max_evals: int, ready_sql: str,
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kernelevolve.cli", "optimize", str(PROBLEM),
-             "--seed-candidate", str(CANDIDATE), "--max-evals", str(max_evals),
+             "--seed-candidate", str(CANDIDATE), "--operator", "tune",
+             "--max-evals", str(max_evals),
              "--workspace", str(ws)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     workers: set[tuple[int, str]] = set()
@@ -383,9 +385,10 @@ def test_cli_usage_errors_are_one_line(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == ""  # the refusals created no run
 
 
-def test_optimize_without_a_seed_says_there_was_nothing_to_search(tmp_path):
+def test_optimize_without_a_seed_or_drafting_operator_says_so(tmp_path):
     ws, summary_path = tmp_path / "ws", tmp_path / "s.json"
-    r = cli("optimize", PROBLEM, "--max-evals", 3, "--workspace", ws, "--json", summary_path)
+    r = cli("optimize", PROBLEM, "--operator", "tune", "--max-evals", 3, "--workspace", ws,
+            "--json", summary_path)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     s = json.loads(summary_path.read_text())
     assert s["status"] == "completed" and s["evaluations"] == 0
@@ -393,6 +396,21 @@ def test_optimize_without_a_seed_says_there_was_nothing_to_search(tmp_path):
     assert "--seed-candidate" in s["outcome"]["message"]
     assert s["best"] is None
     assert "--seed-candidate" in r.stderr and "no safe improvement" in r.stdout
+
+
+def test_optimize_without_a_seed_drafts_with_synth_then_tunes(tmp_path):
+    """The README's main job: no seed, no LLM; synth drafts a fused kernel, tune explores it."""
+    ws, summary_path = tmp_path / "ws", tmp_path / "s.json"
+    r = cli("optimize", EXAMPLE_RMSNORM, "--max-evals", 4, "--workspace", ws,
+            "--json", summary_path)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert "drafting from the reference with synth" in r.stderr
+    s = json.loads(summary_path.read_text())
+    ops = {n["operator"] for n in s["nodes"]}
+    assert {"reference", "synth", "tune"} <= ops
+    synth = [n for n in s["nodes"] if n["operator"] == "synth"]
+    assert synth and synth[0]["stage"] == "accepted"
+    assert s["outcome"]["kind"] == "improved", s["outcome"]  # rmsnorm: ~3x over eager here
 
 
 def test_sigkill_while_remeasuring_finalists_then_resume(tmp_path):

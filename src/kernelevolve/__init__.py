@@ -23,7 +23,7 @@ def evaluate(problem: Any, candidate: Any, **kwargs: Any):
 
 
 def optimize(problem: Any, *, seeds: list[Any] = (), workspace: Any = ".kernelevolve",
-             platform: str = "cpu", operators: list[str] = ("tune",), policy: str = "ucb",
+             platform: str = "cpu", operators: list[str] | None = None, policy: str = "ucb",
              max_evals: int | None = 30, max_time: float | None = None,
              target: float | None = None, workers: int = 1, seed: int = 0,
              allow_no_kernel: bool = False, strict: bool = False) -> "Run":
@@ -31,10 +31,12 @@ def optimize(problem: Any, *, seeds: list[Any] = (), workspace: Any = ".kernelev
     from kernelevolve.run import Run, RunConfig
     from kernelevolve.search.termination import Budgets
 
-    config = RunConfig(platform=platform, operators=list(operators), policy=policy,
+    config = RunConfig(platform=platform, policy=policy,
                        workers=workers, seed=seed, allow_no_kernel=allow_no_kernel,
                        strict=strict, budgets=Budgets(max_evals=max_evals, max_time_s=max_time,
                                                       target_speedup=target))
+    if operators is not None:
+        config.operators = list(operators)
     run = Run.create(problem, config, seeds=list(seeds), workspace=workspace)
     run.execute()
     return run

@@ -83,7 +83,7 @@ def optimize_cmd(
                                                help="Run config file (TOML); flags override it."),
     platform: Optional[str] = typer.Option(None, help="Platform: cpu, cuda or rocm."),
     operator: Optional[list[str]] = typer.Option(None, "--operator",
-                                                 help="Operator (repeatable): tune, llm."),
+                                                 help="Operator (repeatable): synth, tune, llm."),
     policy: Optional[str] = typer.Option(None, help="Selection policy: ucb, beam, greedy, random."),
     max_evals: Optional[int] = typer.Option(None, "--max-evals", help="Evaluation budget (30)."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Wall-time budget, seconds."),
@@ -139,10 +139,15 @@ def _execute(run, json_path: Optional[Path], force: bool = False) -> None:
     from kernelevolve.report.summary import run_summary
 
     console = Console()
+    drafting = {"synth", "llm"} & set(run.config.operators)
     if not run.store.nodes(run.id)[1:]:
-        err_console.print("[yellow]note:[/] no seed candidate and no drafting operator: the "
-                          "search has nothing to start from, so this run measures nothing. "
-                          "Pass --seed-candidate FILE.")
+        if drafting:
+            err_console.print(f"no seed candidate: drafting from the reference with "
+                              f"{' and '.join(sorted(drafting))}, then tuning")
+        else:
+            err_console.print("[yellow]note:[/] no seed candidate and no drafting operator "
+                              "(synth, llm): the search has nothing to start from. Pass "
+                              "--seed-candidate FILE.")
     with LiveView(run, console) as view:
         outcome = run.execute(force=force, on_change=view.refresh, on_status=view.set_status)
         view.set_status("finished")
@@ -158,6 +163,34 @@ def _execute(run, json_path: Optional[Path], force: bool = False) -> None:
         console.print(f"best kernel: {best}")
     if json_path:
         json_path.write_text(json.dumps(summary, indent=2, default=str))
+
+
+@app.command("synth")
+def synth_cmd(problem: Path = typer.Argument(..., help="Problem module (KernelBench format)."),
+              explain: bool = typer.Option(False, "--explain",
+                                           help="Print which ops are fused into which kernels."),
+              language: str = typer.Option("cpp", help="cpp or triton."),
+              out: Optional[Path] = typer.Option(None, "--out", help="Write the draft here.")) -> None:
+    """Write a fused kernel for PROBLEM with the built-in synthesizer (no LLM needed)."""
+    from kernelevolve.problem import load_problem
+    from kernelevolve.synth import explain_problem, synthesize
+
+    with _user_errors():
+        load_problem(problem)  # one-line errors for bad problem files
+        if language not in ("cpp", "triton"):
+            raise KernelevolveError(f"--language {language!r}: choose cpp or triton")
+        if explain or out is None:
+            print(explain_problem(str(problem)))
+        if out is not None:
+            from kernelevolve.synth.capture import NotCovered
+
+            try:
+                source, _ = synthesize(str(problem), language)
+            except NotCovered as exc:
+                err_console.print(f"not covered: {exc}", highlight=False, soft_wrap=True)
+                raise typer.Exit(1)
+            out.write_text(source)
+            print(f"wrote {out}")
 
 
 @app.command("runs")

@@ -23,7 +23,8 @@ def api_key_var(llm_config: Any) -> str:
 @dataclass
 class RunConfig:
     platform: str = "cpu"
-    operators: list[str] = field(default_factory=lambda: ["tune"])
+    # Without an LLM: the built-in synthesizer drafts fused kernels, tune explores their knobs.
+    operators: list[str] = field(default_factory=lambda: ["synth", "tune"])
     policy: str = "ucb"
     workers: int = 1
     max_in_flight: int | None = None        # default: one evaluation per worker
@@ -100,8 +101,8 @@ def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
         config.llm = LLMConfig(provider=provider, model=model,
                                base_url=values.get("llm_base_url"),
                                api_key_env=values.get("llm_api_key_env")).to_dict()
-        if "operators" not in values:
-            config.operators = ["llm", "tune"]
+        if "operators" not in values:  # synth drafts seed the search, the LLM improves them
+            config.operators = ["synth", "llm", "tune"]
     elif values.get("llm_base_url") or values.get("llm_api_key_env"):
         raise UsageError("--llm-base-url and --llm-api-key-env need --llm PROVIDER:MODEL")
     config.validate()

@@ -37,7 +37,14 @@ def _llm(deps: OperatorDeps) -> Operator:
     return LLMOperator(deps.llm_client, builder, deps.knowledge)
 
 
-FACTORIES: dict[str, Callable[[OperatorDeps], Operator]] = {"tune": _tune, "llm": _llm}
+def _synth(deps: OperatorDeps) -> Operator:
+    from kernelevolve.synth.operator import SynthOperator
+
+    return SynthOperator(deps.problem_path, deps.platform)
+
+
+FACTORIES: dict[str, Callable[[OperatorDeps], Operator]] = {"tune": _tune, "llm": _llm,
+                                                            "synth": _synth}
 
 
 def check_names(names: list[str]) -> None:

@@ -1,0 +1,122 @@
+"""The built-in synthesizer: capture -> plan -> C++/Triton candidates the full harness accepts."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import pytest
+
+from conftest import PROBLEMS, example
+from kernelevolve.operators.base import ProposalContext, ParentView
+from kernelevolve.operators.tunables import parse, rewrite
+from kernelevolve.synth import SynthOperator, explain_problem, synthesize
+from kernelevolve.synth.capture import NotCovered, capture
+from kernelevolve.synth.plan import plan
+
+CPP_PROBLEMS = {
+    "pointwise_chain": example("pointwise_chain"),
+    "softmax": example("softmax"),
+    "rmsnorm": example("rmsnorm"),
+    "kb_relu": PROBLEMS / "kb_level1_relu.py",
+    "kb_linear_swish": PROBLEMS / "kb_level2_linear_swish_scale.py",
+    "layernorm": PROBLEMS / "synth_layernorm.py",
+    "log_softmax": PROBLEMS / "synth_log_softmax.py",
+    "mean_var_last": PROBLEMS / "synth_mean_last.py",
+    "bias_sigmoid": PROBLEMS / "synth_bias_sigmoid.py",
+    "clamp_tanh": PROBLEMS / "synth_clamp_tanh.py",
+}
+# The interpreter is slow: Triton drafts are checked on the examples and two small fusions.
+TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm"]
+
+
+def _evaluate(evaluator, problem, source, tmp_path, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return evaluator.evaluate(problem, path)
+
+
+@pytest.mark.parametrize("name", sorted(CPP_PROBLEMS))
+def test_cpp_draft_accepted(evaluator, tmp_path, name):
+    source, p = synthesize(str(CPP_PROBLEMS[name]), "cpp")
+    result = _evaluate(evaluator, CPP_PROBLEMS[name], source, tmp_path, f"synth_{name}")
+    assert result.accepted, result.reason
+    assert parse(source).space  # tunable
+
+
+@pytest.mark.parametrize("name", TRITON_PROBLEMS)
+def test_triton_draft_accepted_under_interpreter(evaluator, tmp_path, name):
+    source, _ = synthesize(str(CPP_PROBLEMS[name]), "triton")
+    assert "@triton.jit" in source and "mask=" in source
+    result = _evaluate(evaluator, CPP_PROBLEMS[name], source, tmp_path, f"synth_t_{name}")
+    assert result.accepted, result.reason
+
+
+def test_rewritten_tunables_still_accepted(evaluator, tmp_path):
+    source, _ = synthesize(str(example("rmsnorm")), "cpp")
+    tuned = rewrite(source, {"ROWS_PER_TASK": 4, "PARALLEL_MIN_ELEMENTS": 0, "FAST_EXP": 0})
+    assert tuned != source
+    result = _evaluate(evaluator, example("rmsnorm"), tuned, tmp_path, "synth_tuned")
+    assert result.accepted, result.reason
+
+
+def test_coverage_report_names_fused_and_kept_ops():
+    text = explain_problem(str(PROBLEMS / "kb_level2_linear_swish_scale.py"))
+    assert "fuses sigmoid, mul, div" in text
+    assert "torch: addmm" in text
+    text = explain_problem(str(example("softmax")))
+    assert "amax, sub, exp, sum, div" in text and "torch:" not in text
+
+
+def test_unsupported_problem_is_explained_and_operator_returns_nothing():
+    problem = str(PROBLEMS / "synth_cumsum.py")
+    assert explain_problem(problem).startswith("not covered: no fusable op: cumsum")
+    with pytest.raises(NotCovered):
+        synthesize(problem)
+    op = SynthOperator(problem, "cpu")
+    assert asyncio.run(op.propose(_ctx(problem))) == []
+
+
+def _ctx(problem, parents=(), seen=()):
+    return ProposalContext(problem_path=problem, problem_source="", platform="cpu",
+                           parents=tuple(parents), seen_hashes=frozenset(seen), seen_meta=(),
+                           rng_seed=0)
+
+
+def test_operator_drafts_once_per_language():
+    problem = str(example("softmax"))
+    op = SynthOperator(problem, "cpu", languages=["cpp", "triton"])
+    assert op.name == "synth" and op.exhaustible
+    drafts = asyncio.run(op.propose(_ctx(problem)))
+    assert [d.meta["synth_language"] for d in drafts] == ["cpp", "triton"]
+    assert all(d.parents == () and d.operator == "synth" and d.meta["synth_plan"] for d in drafts)
+    seen = {hashlib.sha256(d.source.encode()).hexdigest() for d in drafts}
+    assert asyncio.run(op.propose(_ctx(problem, seen=seen))) == []
+    parent = ParentView(node_id=1, source=drafts[0].source, fitness=1.0, stage="accepted",
+                        reason="")
+    assert asyncio.run(op.propose(_ctx(problem, parents=[parent]))) == []
+    assert [d.meta["synth_language"] for d in
+            asyncio.run(SynthOperator(problem, "cpu").propose(_ctx(problem)))] == ["cpp"]
+
+
+def test_candidate_parameters_match_the_reference_under_the_same_seed(tmp_path):
+    import torch
+
+    from kernelevolve.problem import import_module
+
+    problem = str(PROBLEMS / "synth_layernorm.py")
+    source, _ = synthesize(problem, "cpp")
+    (tmp_path / "cand.py").write_text(source)
+    ref, cand = import_module(problem), import_module(tmp_path / "cand.py", "ke_cand")
+    torch.manual_seed(7)
+    a = ref.Model(*ref.get_init_inputs())
+    torch.manual_seed(7)
+    b = cand.ModelNew(*ref.get_init_inputs())
+    pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
+    assert list(pa) == list(pb)
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+
+
+def test_plan_groups_var_into_two_passes():
+    p = plan(capture(str(PROBLEMS / "synth_mean_last.py")))
+    assert [k.levels for k in p.kernels] == [1, 2]
+    assert all(o.layout == "row" for k in p.kernels for o in k.outputs)
