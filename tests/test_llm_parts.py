@@ -66,3 +66,25 @@ def test_memory_summarises_progress_and_failures():
 def test_memory_respects_its_token_budget():
     text = summarize(_graph(), budget_tokens=25)
     assert len(text) <= 25 * 4 + 60 and "truncated" in text
+
+
+def test_run_config_file_and_flags(tmp_path):
+    from kernelevolve.config import build_config
+    from kernelevolve.errors import UsageError
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('llm = "anthropic:claude-haiku-4-5"\nllm-timeout = 30\nmax_cost = 2.5\n'
+                   'operators = ["llm", "tune"]\nmax_evals = 40\n')
+    config = build_config(cfg, {"max_evals": 5, "policy": None})
+    assert config.llm["provider"] == "anthropic" and config.llm["timeout_s"] == 30
+    assert config.budgets.max_cost == 2.5 and config.budgets.max_evals == 5  # flags win
+    assert config.operators == ["llm", "tune"]
+    assert "api_key" not in str(config.to_dict()).replace("api_key_env", "")
+    default = build_config(None, {"llm": "openai:gpt-5"})
+    assert default.operators == ["synth", "llm", "tune"]  # synth drafts seed the LLM's search
+    cfg.write_text("bogus = 1\n")
+    with pytest.raises(UsageError, match="unknown setting"):
+        build_config(cfg, {})
+    cfg.write_text("llm = [\n")
+    with pytest.raises(UsageError, match="not valid TOML"):
+        build_config(cfg, {})

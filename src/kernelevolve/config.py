@@ -76,7 +76,8 @@ _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", 
               "allow_no_kernel", "strict", "max_in_flight", "sandbox"}
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup"}
-_LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env")
+_LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env", "llm_timeout", "llm_max_concurrency",
+             "llm_temperature")
 
 
 def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
@@ -98,9 +99,13 @@ def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
         from kernelevolve.llm import LLMConfig, parse_llm_spec
 
         provider, model = parse_llm_spec(values["llm"])
+        extra = {field: values[key] for key, field in (("llm_timeout", "timeout_s"),
+                                                       ("llm_max_concurrency", "max_concurrency"),
+                                                       ("llm_temperature", "temperature"))
+                 if key in values}
         config.llm = LLMConfig(provider=provider, model=model,
                                base_url=values.get("llm_base_url"),
-                               api_key_env=values.get("llm_api_key_env")).to_dict()
+                               api_key_env=values.get("llm_api_key_env"), **extra).to_dict()
         if "operators" not in values:  # synth drafts seed the search, the LLM improves them
             config.operators = ["synth", "llm", "tune"]
     elif values.get("llm_base_url") or values.get("llm_api_key_env"):
