@@ -411,6 +411,7 @@ def test_optimize_without_a_seed_drafts_with_synth_then_tunes(tmp_path):
     synth = [n for n in s["nodes"] if n["operator"] == "synth"]
     assert synth and synth[0]["stage"] == "accepted"
     assert s["outcome"]["kind"] == "improved", s["outcome"]  # rmsnorm: ~3x over eager here
+    assert "fuses pow, mean, add, rsqrt, mul, mul" in s["synth_coverage"]  # the coverage report
 
 
 def test_sigkill_while_remeasuring_finalists_then_resume(tmp_path):

@@ -236,6 +236,9 @@ def render_html(summary: dict) -> str:
                  '<p class="muted">Nothing proposed yet.</p>', "funnel",
                  "survivors after each gate; −N: rejected there"),
         _best_section(s),
+        _section("Synthesizer coverage", f"<pre><code>{esc(s['synth_coverage'])}</code></pre>",
+                 "synth", "which ops were fused into which kernels, which stayed in torch")
+        if s.get("synth_coverage") else "",
         _section("All nodes", _nodes_table(nodes, best_id) or
                  '<p class="muted">No nodes.</p>', "nodes"),
         _section("Cost by model", _kv_table(by_model, "No LLM calls."), "cost") if by_model else "",

@@ -60,6 +60,8 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
         usd = "unknown" if m["dollars"] is None else f"${m['dollars']:.4f}"
         console.print(f"  {model}: {m['calls']} calls ({m['failed']} failed), "
                       f"{m['tokens_in']} in / {m['tokens_out']} out tokens, {usd}")
+    if s.get("synth_coverage"):
+        console.print("synthesizer coverage:\n" + s["synth_coverage"], highlight=False)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")
     for col in ("id", "parents", "operator", "stage", "fitness", "rationale"):
         table.add_column(col)

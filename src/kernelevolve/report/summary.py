@@ -42,7 +42,16 @@ def run_summary(run: Any) -> dict[str, Any]:
         "cost": llm_cost(store, run.id),
         "fingerprint": rec.fingerprint or {}, "config": rec.config,
         "best_source": best_source, "best_cases": best_cases,
+        "synth_coverage": _synth_coverage(store, run.id, nodes),
     }
+
+
+def _synth_coverage(store: Any, run_id: str, nodes: list[dict[str, Any]]) -> str | None:
+    """Which ops the synthesizer fused into which kernels (or why it could not)."""
+    lines = [n["rationale"] for n in nodes if n["operator"] == "synth"]
+    lines += [f"not covered ({e.data.get('language')}): {e.data.get('reason')}"
+              for e in store.events(run_id, "synth_not_covered")[:2]]
+    return "\n\n".join(lines) if lines else None
 
 
 def _final_result(store: Any, run_id: str, node_id: int) -> dict[str, Any] | None:

@@ -49,6 +49,9 @@ class SynthOperator:
         for language in self.languages:
             made = self._draft(language)
             if made is None:
+                if self.not_covered:  # say why in the run's events: the report shows it
+                    context.report("synth_not_covered", {"language": language,
+                                                         "reason": self.not_covered})
                 continue
             source, summary, text = made
             if hashlib.sha256(source.encode()).hexdigest() in context.seen_hashes:
