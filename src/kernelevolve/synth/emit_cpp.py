@@ -18,10 +18,14 @@ from kernelevolve.synth.module import (Reference, doc_of, forward_epilogue, forw
 from kernelevolve.synth.plan import KNode, Kernel, Plan
 
 CTYPE = {"float32": "float", "bool": "bool"}
+# Ops worth caching between passes and that weigh in the parallel threshold.
+EXPENSIVE = {"exp", "sigmoid", "tanh", "erf", "gelu", "gelu_tanh", "log", "sin", "cos", "log1p",
+             "expm1", "exp2", "log2", "pow"}
 
 PRELUDE = r"""
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <omp.h>
 
@@ -32,12 +36,14 @@ PRELUDE = r"""
 #endif
 
 // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln(2)/2, exp(r) by a degree-7 Taylor
-// polynomial (< 2e-7 relative error). Inputs are clamped to [-87.3, 88.7] (float's range);
-// NaN propagates through the polynomial. Branch-free, so `omp simd` loops vectorise it.
+// polynomial (< 2e-7 relative error). The argument is clamped to float's normal range for the
+// arithmetic and the overflow / underflow ends are selected afterwards (inf above 88.72, 0
+// below -103.97, as std::exp gives); NaN propagates through the polynomial. Branch-free, so
+// `omp simd` loops vectorise it (with -fno-trapping-math for floor and the int conversion).
 static inline float ke_exp_poly(float x) {
-    x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
-    const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-    float r = std::fma(n, -0.693145751953125f, x);
+    const float xc = x < -87.3f ? -87.3f : (x > 88.7228f ? 88.7228f : x);
+    const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+    float r = std::fma(n, -0.693145751953125f, xc);
     r = std::fma(n, -1.42860682030941723e-6f, r);
     float p = 1.0f / 5040.0f;
     p = std::fma(p, r, 1.0f / 720.0f);
@@ -47,10 +53,13 @@ static inline float ke_exp_poly(float x) {
     p = std::fma(p, r, 0.5f);
     p = std::fma(p, r, 1.0f);
     p = std::fma(p, r, 1.0f);
-    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    // 2^n by the exponent bits; n = 128 (x in (88.38, 88.72]) is done as 2^127 * 2.
+    const float n_lo = n > 127.0f ? 127.0f : n;
+    const int32_t bits = (static_cast<int32_t>(n_lo) + 127) << 23;
     float scale;
     std::memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    const float e = (p * scale) * (n > n_lo ? 2.0f : 1.0f);
+    return x > 88.7228390f ? INFINITY : (x < -103.972f ? 0.0f : e);
 }
 
 #if FAST_EXP
@@ -60,14 +69,72 @@ static inline float ke_exp_poly(float x) {
 #endif
 
 static inline float ke_sigmoid(float x) { return 1.0f / (1.0f + KE_EXP(-x)); }
+
+// tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)) for |x| >= 0.3; below, the odd Taylor series
+// to x^11 (relative error < 1e-7 there, and no cancellation). Both are computed, one selected.
 static inline float ke_tanh(float x) {
 #if FAST_EXP
-    // tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)); below 1e-3, the odd Taylor series
     const float a = std::fabs(x);
-    const float t = a < 1e-3f ? a - a * a * a / 3.0f : 1.0f - 2.0f / (KE_EXP(2.0f * a) + 1.0f);
-    return x < 0.0f ? -t : t;
+    const float a2 = a * a;
+    float s = -1382.0f / 155925.0f;
+    s = std::fma(s, a2, 62.0f / 2835.0f);
+    s = std::fma(s, a2, -17.0f / 315.0f);
+    s = std::fma(s, a2, 2.0f / 15.0f);
+    s = std::fma(s, a2, -1.0f / 3.0f);
+    const float small = std::fma(s * a2, a, a);
+    const float big = 1.0f - 2.0f / (KE_EXP(2.0f * a) + 1.0f);
+    const float t = a < 0.3f ? small : big;
+    return x < 0.0f ? -t : (x == x ? t : x);
 #else
     return std::tanh(x);
+#endif
+}
+
+// 0.5 * erfc(z) for z >= 0 by the Chebyshev fit of Numerical Recipes (erfcc: relative error
+// below 1.2e-7 for every z, so the far tail stays accurate; no 1 - erf cancellation).
+static inline float ke_half_erfc_abs(float z) {
+    const float t = 2.0f / (2.0f + z);
+    float p = 0.17087277f;
+    p = std::fma(p, t, -0.82215223f);
+    p = std::fma(p, t, 1.48851587f);
+    p = std::fma(p, t, -1.13520398f);
+    p = std::fma(p, t, 0.27886807f);
+    p = std::fma(p, t, -0.18628806f);
+    p = std::fma(p, t, 0.09678418f);
+    p = std::fma(p, t, 0.37409196f);
+    p = std::fma(p, t, 1.00002368f);
+    p = std::fma(p, t, -1.26551223f);
+    return 0.5f * t * ke_exp_poly(std::fma(-z, z, p));
+}
+
+// Standard normal CDF: Phi(h) = 1 - 0.5 erfc(h / sqrt 2) for h >= 0, 0.5 erfc(-h / sqrt 2) else.
+static inline float ke_normal_cdf(float h) {
+#if FAST_EXP
+    const float q = ke_half_erfc_abs(std::fabs(h) * 0.70710678118654752f);
+    return h >= 0.0f ? 1.0f - q : (h == h ? q : h);
+#else
+    return 0.5f * (1.0f + std::erf(h * 0.70710678118654752f));
+#endif
+}
+
+// erf: the Taylor series to x^13 below |x| = 0.5 (relative error < 1e-8), 1 - erfc above.
+static inline float ke_erf(float x) {
+#if FAST_EXP
+    const float a = std::fabs(x);
+    const float a2 = a * a;
+    float s = 1.0f / 9360.0f;
+    s = std::fma(s, -a2, 1.0f / 1320.0f);
+    s = std::fma(s, -a2, 1.0f / 216.0f);
+    s = std::fma(s, -a2, 1.0f / 42.0f);
+    s = std::fma(s, -a2, 1.0f / 10.0f);
+    s = std::fma(s, -a2, 1.0f / 3.0f);
+    s = std::fma(s, -a2, 1.0f);
+    const float small = 1.12837916709551257f * s * a;
+    const float big = 1.0f - 2.0f * ke_half_erfc_abs(a);
+    const float e = a < 0.5f ? small : big;
+    return x < 0.0f ? -e : (x == x ? e : x);
+#else
+    return std::erf(x);
 #endif
 }
 """
@@ -86,8 +153,9 @@ def lit(a) -> str:
     raise NotCovered(f"cannot write {a!r} as a C++ literal")
 
 
-def expr(n: KNode, x: list[str]) -> str:
-    """The C++ expression of a non-reduction node over operand expressions `x`."""
+def expr(n: KNode, x: list[str], uniform_divisor: bool = False) -> str:
+    """The C++ expression of a non-reduction node over operand expressions `x`;
+    `uniform_divisor`: a division's divisor is the same along a row (hoistable)."""
     a = x[0] if x else ""
     if n.kind == "unary":
         return {
@@ -95,11 +163,11 @@ def expr(n: KNode, x: list[str]) -> str:
             "log": f"std::log({a})", "sqrt": f"std::sqrt({a})", "rsqrt": f"(1.0f / std::sqrt({a}))",
             "sigmoid": f"ke_sigmoid({a})", "tanh": f"ke_tanh({a})",
             "relu": f"({a} > 0.0f ? {a} : 0.0f)", "sin": f"std::sin({a})", "cos": f"std::cos({a})",
-            "erf": f"std::erf({a})", "reciprocal": f"(1.0f / {a})", "log1p": f"std::log1p({a})",
+            "erf": f"ke_erf({a})", "reciprocal": f"(1.0f / {a})", "log1p": f"std::log1p({a})",
             "expm1": f"std::expm1({a})", "floor": f"std::floor({a})", "ceil": f"std::ceil({a})",
             "not": f"(!{a})", "exp2": f"std::exp2({a})", "log2": f"std::log2({a})",
             "sign": f"(float)(({a} > 0.0f) - ({a} < 0.0f))", "square": f"({a} * {a})",
-            "gelu": f"(0.5f * {a} * (1.0f + std::erf({a} * 0.70710678118654752f)))",
+            "gelu": f"({a} * ke_normal_cdf({a}))",
             "gelu_tanh": f"(0.5f * {a} * (1.0f + ke_tanh(0.79788456080286536f * "
                          f"({a} + 0.044715f * {a} * {a} * {a}))))",
         }[n.op]
@@ -119,6 +187,9 @@ def expr(n: KNode, x: list[str]) -> str:
             return f"std::pow({a}, {b})"
         ops = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=",
                "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&&", "or": "||"}
+        if n.op == "div" and uniform_divisor:
+            # a per-row or constant divisor: one reciprocal per row (hoisted), a multiply each
+            return f"({a} * (1.0f / {b}))"
         if n.op in ops:
             return f"({a} {ops[n.op]} {b})"
         return {"max": f"({a} > {b} ? {a} : {b})", "min": f"({a} < {b} ? {a} : {b})",
@@ -155,22 +226,41 @@ class _KernelWriter:
                     "scalar": f"{arg}[0]"}[inp.layout]
         return "v_" + a.name
 
+    def layout(self, a) -> str:
+        if not isinstance(a, Ref):
+            return "scalar"
+        if a.name in self.inputs:
+            return self.inputs[a.name][1].layout
+        return self.nodes[a.name].layout
+
     def define(self, n: KNode, idx: str) -> str:
         x = [self.ref(a, idx) for a in n.args]
-        return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x)};"
+        uniform = n.op == "div" and len(n.args) > 1 and self.layout(n.args[1]) in ("row", "scalar")
+        return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x, uniform)};"
 
-    def closure(self, targets: list[str]) -> list[KNode]:
-        """Per-element nodes needed (in order) to compute `targets` inside a column loop."""
+    def closure(self, targets: list[str], stop: frozenset[str] = frozenset()) -> list[KNode]:
+        """Per-element nodes needed (in order) to compute `targets` inside a column loop;
+        names in `stop` are taken as given (cached from an earlier pass)."""
         need: set[str] = set()
         stack = list(targets)
         while stack:
             name = stack.pop()
             n = self.nodes.get(name)
-            if n is None or name in need or n.layout in ("row", "scalar"):
+            if n is None or name in need or name in stop or n.layout in ("row", "scalar"):
                 continue
             need.add(name)
             stack.extend(a.name for a in n.args if isinstance(a, Ref))
         return [n for n in self.k.nodes if n.name in need]
+
+    def cost(self) -> int:
+        """Work per element in units of one load+store (for the parallel threshold)."""
+        units = 4.0 * (1 + self.k.levels)
+        for n in self.k.nodes:
+            if n.kind == "reduce":
+                continue
+            units += {"gelu": 16, "gelu_tanh": 12, "erf": 16}.get(n.op, 10 if n.op in EXPENSIVE
+                                                                  else 1)
+        return max(1, round(units / 4))
 
     def signature(self) -> str:
         args = [f"const float* {arg}" for arg, _ in self.inputs.values()]
@@ -184,9 +274,13 @@ class _KernelWriter:
         lines.append("}")
         return "\n".join(lines)
 
+    def parallel_if(self, size: str) -> str:
+        # Waking the OpenMP team costs tens of microseconds on a busy machine: a kernel runs
+        # parallel only when its work (elements x cost per element) reaches the threshold.
+        return f"if ({size} * {self.cost()} >= PARALLEL_MIN_ELEMENTS)"
+
     def flat_body(self) -> list[str]:
-        out = ["    #pragma omp parallel for simd schedule(static) "
-               "if (n >= PARALLEL_MIN_ELEMENTS)",
+        out = [f"    #pragma omp parallel for simd schedule(static) {self.parallel_if('n')}",
                "    for (int64_t i = 0; i < n; ++i) {"]
         for n in self.k.nodes:
             out.append("        " + self.define(n, "i"))
@@ -195,38 +289,122 @@ class _KernelWriter:
         out.append("    }")
         return out
 
+    def cached(self) -> list[str]:
+        """Full values of the last reduction pass worth keeping for the store pass: those
+        with a transcendental op in them (softmax's exp), read back instead of recomputed."""
+        k = self.k
+        full_outs = [n for n in self.outputs if self.nodes[n].layout == "full"]
+        if not k.levels or not full_outs:
+            return []
+        last = [n for n in k.nodes if n.kind == "reduce" and n.level == k.levels]
+        in_last = {n.name for n in self.closure([n.args[0].name for n in last])}
+        store = self.closure(full_outs)
+        both = {n.name for n in store if n.name in in_last}
+
+        def costly(name: str, seen: set[str]) -> bool:
+            n = self.nodes.get(name)
+            if n is None or name not in both or name in seen:
+                return False
+            seen.add(name)
+            return n.op in EXPENSIVE or any(costly(a.name, seen) for a in n.args
+                                            if isinstance(a, Ref))
+
+        frontier = []
+        for n in store:
+            if n.name in both:
+                continue
+            frontier += [a.name for a in n.args if isinstance(a, Ref) and a.name in both]
+        frontier += [o for o in full_outs if o in both]
+        return [n.name for n in k.nodes if n.name in set(frontier) and costly(n.name, set())]
+
+    @staticmethod
+    def step(n: KNode, v: str, acc: str) -> str:
+        return {"max": f"{acc} = {v} > {acc} ? {v} : {acc};",
+                "min": f"{acc} = {v} < {acc} ? {v} : {acc};"}.get(n.op, f"{acc} += {v};")
+
     def row_body(self) -> list[str]:
         k = self.k
-        out = ["    #pragma omp parallel for KE_SCHEDULE if (rows * cols >= PARALLEL_MIN_ELEMENTS)",
-               "    for (int64_t r = 0; r < rows; ++r) {"]
+        cached = self.cached()
+        out = [f"    #pragma omp parallel {self.parallel_if('rows * cols')}",
+               "    {"]
+        if cached:
+            out.append(f"    float* scratch = static_cast<float*>(std::malloc("
+                       f"sizeof(float) * {len(cached)} * (cols > 0 ? cols : 1)));")
+        fuse = (k.levels >= 2 and all(isinstance(n.args[0], Ref) and n.args[0].name in
+                                      self.inputs and n.op in ("max", "min", "sum")
+                                      for n in k.nodes if n.kind == "reduce" and n.level == 1)
+                and len({n.args[0].name for n in k.nodes
+                         if n.kind == "reduce" and n.level == 1}) == 1)
+        if fuse:
+            out.append("    int64_t carried_row = -1;")
+            out += [f"    float carry_{n.name} = 0.0f;" for n in k.nodes
+                    if n.kind == "reduce" and n.level == 1]
+        out += ["    #pragma omp for KE_SCHEDULE",
+                "    for (int64_t r = 0; r < rows; ++r) {"]
         ind = "        "
         for arg, inp in self.inputs.values():
             if inp.layout == "full":
                 out.append(f"{ind}const float* {arg}_r = {arg} + r * cols;")
+        for j, name in enumerate(cached):
+            out.append(f"{ind}float* buf_{name} = scratch + {j} * cols;")
         self.inputs = {n: ((f"{a}_r" if i.layout == "full" else a), i)
                        for n, (a, i) in self.inputs.items()}
         out += [ind + self.define(n, "c") for n in k.nodes
                 if n.layout in ("row", "scalar") and n.level == 0 and n.kind != "reduce"]
+        first = [n for n in k.nodes if n.kind == "reduce" and n.level == 1]
+        # Pass 1 of row r + 1 rides along the last pass of row r when it reduces plain full
+        # inputs (softmax's max): its loads overlap the last pass's arithmetic.
+        fuse_next = (k.levels >= 2 and all(isinstance(n.args[0], Ref) and n.args[0].name in
+                                           self.inputs and n.op in ("max", "min", "sum")
+                                           for n in first)
+                     and len({n.args[0].name for n in first}) == 1)
+        init = {"sum": "0.0f", "mean": "0.0f", "var": "0.0f", "max": "(-INFINITY)",
+                "min": "INFINITY"}
+        clause = {"sum": "+", "mean": "+", "var": "+", "max": "max", "min": "min"}
         for level in range(1, k.levels + 1):
             reds = [n for n in k.nodes if n.kind == "reduce" and n.level == level]
             out.append(f"{ind}// pass {level}: " + ", ".join(
                 f"{n.op} of {n.args[0].name}" for n in reds))
-            init = {"sum": "0.0f", "mean": "0.0f", "var": "0.0f", "max": "(-INFINITY)",
-                    "min": "INFINITY"}
-            clause = {"sum": "+", "mean": "+", "var": "+", "max": "max", "min": "min"}
+            if fuse_next and level == 1:
+                out.append(f"{ind}if (carried_row != r) {{  // not taken along the previous row")
+                out += [f"{ind}    carry_{n.name} = {init[n.op]};" for n in reds]
+                red = " ".join(f"reduction({clause[n.op]}:carry_{n.name})" for n in reds)
+                out.append(f"{ind}    #pragma omp simd {red}")
+                out.append(f"{ind}    for (int64_t c = 0; c < cols; ++c) {{")
+                for n in reds:
+                    v = self.ref(n.args[0], "c")
+                    out.append(f"{ind}        " + self.step(n, v, "carry_" + n.name))
+                out.append(f"{ind}    }}")
+                out.append(f"{ind}}}")
+                out += [f"{ind}const float v_{n.name} = carry_{n.name};" for n in reds]
+                out.append(f"{ind}const float* next_r = r + 1 < rows ? in0_r + cols : in0_r;"
+                           .replace("in0_r", self.inputs[first[0].args[0].name][0]))
+                continue
             for n in reds:
                 out.append(f"{ind}float acc_{n.name} = {init[n.op]};")
+            if fuse_next and level == k.levels:
+                for n in first:
+                    out.append(f"{ind}float next_{n.name} = {init[n.op]};")
+                reds_clause = list(reds)
             red = " ".join(f"reduction({clause[n.op]}:acc_{n.name})" for n in reds)
+            if fuse_next and level == k.levels:
+                red += " " + " ".join(f"reduction({clause[n.op]}:next_{n.name})" for n in first)
             out.append(f"{ind}#pragma omp simd {red}")
             out.append(f"{ind}for (int64_t c = 0; c < cols; ++c) {{")
             for n in self.closure([n.args[0].name for n in reds]):
                 out.append(f"{ind}    " + self.define(n, "c"))
+                if level == k.levels and n.name in cached:
+                    out.append(f"{ind}    buf_{n.name}[c] = v_{n.name};")
             for n in reds:
-                v = self.ref(n.args[0], "c")
-                step = {"max": f"acc_{n.name} = {v} > acc_{n.name} ? {v} : acc_{n.name};",
-                        "min": f"acc_{n.name} = {v} < acc_{n.name} ? {v} : acc_{n.name};"}
-                out.append(f"{ind}    " + step.get(n.op, f"acc_{n.name} += {v};"))
+                out.append(f"{ind}    " + self.step(n, self.ref(n.args[0], "c"), "acc_" + n.name))
+            if fuse_next and level == k.levels:
+                for n in first:
+                    v = f"next_r[c]"
+                    out.append(f"{ind}    " + self.step(n, v, "next_" + n.name))
             out.append(f"{ind}}}")
+            if fuse_next and level == k.levels:
+                out += [f"{ind}carry_{n.name} = next_{n.name};" for n in first]
+                out.append(f"{ind}carried_row = r + 1;")
             for n in reds:
                 post = {"mean": f"acc_{n.name} / (float)cols",
                         "var": f"acc_{n.name} / (float)(cols - {lit(n.attrs.get('correction', 1.0))})"}
@@ -235,10 +413,13 @@ class _KernelWriter:
                     if n.layout in ("row", "scalar") and n.level == level and n.kind != "reduce"]
         full_outs = [(n, o) for n, o in self.outputs.items() if self.nodes[n].layout == "full"]
         if full_outs:
-            out.append(f"{ind}// store pass")
+            out.append(f"{ind}// store pass" + (" (reads back " + ", ".join(cached) +
+                                                 " from the last pass)" if cached else ""))
             out.append(f"{ind}#pragma omp simd")
             out.append(f"{ind}for (int64_t c = 0; c < cols; ++c) {{")
-            for n in self.closure([n for n, _ in full_outs]):
+            for name in cached:
+                out.append(f"{ind}    const float v_{name} = buf_{name}[c];")
+            for n in self.closure([n for n, _ in full_outs], frozenset(cached)):
                 out.append(f"{ind}    " + self.define(n, "c"))
             for n, o in full_outs:
                 out.append(f"{ind}    {o}[r * cols + c] = v_{n};")
@@ -246,6 +427,9 @@ class _KernelWriter:
         for n, o in self.outputs.items():
             if self.nodes[n].layout == "row":
                 out.append(f"{ind}{o}[r] = v_{n};")
+        out.append("    }")
+        if cached:
+            out.append("    std::free(scratch);")
         out.append("    }")
         return out
 
@@ -260,12 +444,13 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              "import ctypes", "", *_imports(ref), "", "from kernelevolve.runtime import load_cpp, ptr",
              "",
              "# ---- Tunables: the `tune` operator rewrites these literals.",
-             "# Below this many elements a kernel runs on one thread (waking the OpenMP team",
-             "# costs microseconds). 0: always parallel.",
+             "# A kernel runs on one thread below this much work (elements x the kernel's cost",
+             "# per element, 1 for a plain copy): waking the OpenMP team costs tens of",
+             "# microseconds on a loaded machine. 0: always parallel.",
              "PARALLEL_MIN_ELEMENTS = 32768",
              "# Rows per dynamic task in row kernels; 0: one static block of rows per thread.",
              "ROWS_PER_TASK = 0",
-             "# 1: exp/sigmoid/tanh by a vectorisable polynomial (~2e-7 rel. error); 0: libm.",
+             "# 1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: libm.",
              "FAST_EXP = 1",
              "TUNABLES = {",
              '    "PARALLEL_MIN_ELEMENTS": [0, 8192, 32768, 131072, 524288],',
