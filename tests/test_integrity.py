@@ -106,3 +106,13 @@ def test_integrity_facts_are_reported(evaluator):
     launches = result.integrity["launches"]
     assert all(sum(c.values()) >= 1 for per_case in launches.values() for c in per_case)
     assert result.integrity["reference_ops"]["tail_63x1537"] == ["add", "mean", "mul", "pow", "rsqrt"]
+
+
+def test_what_a_candidate_prints_is_kept_as_its_log(evaluator, write):
+    source = (CORPUS / "good_softmax_cpp.py").read_text().replace(
+        "    def forward(self, x):\n", "    def forward(self, x):\n        print('hello from forward')\n")
+    cand = write("chatty.py", source)
+    result = evaluator.evaluate(example("softmax"), cand)
+    assert result.accepted, result.reason
+    assert "hello from forward" in result.logs["check.stdout"]
+    assert [p.rsplit("/", 1)[-1].split("-")[0] for p in result.libraries] == ["corpus_softmax"]

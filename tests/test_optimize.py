@@ -68,6 +68,20 @@ def e2e(tmp_path_factory):
     return {"tmp": tmp, "ws": ws, "proc": r, "summary": json.loads(summary_path.read_text())}
 
 
+def test_every_node_keeps_its_source_and_compiled_library_as_artifacts(e2e):
+    from kernelevolve.store import Store
+
+    s, ws = e2e["summary"], e2e["ws"]
+    with Store.open(ws) as store:
+        for node in store.nodes(s["run_id"])[1:]:
+            kinds = {(a.kind, a.name) for a in store.artifacts(s["run_id"], node.id)}
+            assert ("source", "candidate.py") in kinds
+            libs = [name for kind, name in kinds if kind == "library"]
+            assert len(libs) == 1 and libs[0].endswith(".so"), kinds
+            data = store.artifact(s["run_id"], node.id, "library", libs[0])
+            assert data[:4] == b"\x7fELF"  # the compiled kernel itself
+
+
 def test_optimize_cli_finds_the_known_best_configuration(e2e):
     s, ws, tmp = e2e["summary"], e2e["ws"], e2e["tmp"]
     assert s["status"] == "completed"

@@ -51,12 +51,25 @@ class StoreHooks:
 
     def record(self, node: Node, result: dict[str, Any], wall_s: float) -> None:
         self.store.record_evaluation(self.run_id, node.id, result, wall_s)
+        self._artifacts(node.id, result)
         graph = getattr(self.run, "live_graph", None)
         if graph is not None:  # the search memory, kept with the run as evaluations land
             self.store.add_event(self.run_id, "memory", {"text": summarize(graph)})
         now = time.monotonic()
         self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
         self._last_elapsed_save = now
+
+    def _artifacts(self, node_id: int, result: dict[str, Any]) -> None:
+        """Compiled libraries (content-addressed, so shared ones are stored once) and logs."""
+        from pathlib import Path
+
+        for lib in result.get("libraries") or []:
+            path = Path(lib)
+            if path.is_file():
+                self.store.add_artifact(self.run_id, node_id, "library", path.name,
+                                        path.read_bytes())
+        for name, text in (result.get("logs") or {}).items():
+            self.store.add_artifact(self.run_id, node_id, "log", name, text)
 
     def infra_failure(self, node: Node, reason: str) -> None:
         self.store.mark_infra_failure(self.run_id, node.id, reason)

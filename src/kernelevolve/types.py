@@ -84,6 +84,8 @@ class EvalResult:
     wall_s: float = 0.0                  # total wall time of the evaluation
     measured_s: float = 0.0              # time spent inside timed reference and candidate runs
     integrity: dict[str, Any] = field(default_factory=dict)
+    libraries: list[str] = field(default_factory=list)  # compiled kernels the candidate loaded
+    logs: dict[str, str] = field(default_factory=dict)  # tails of the workers' stdout/stderr
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:

@@ -146,6 +146,9 @@ class _Run:
         self.say("candidate outputs")
         check = ev.pool.run("check", {**self._params(self.cases), "seeds": self.seeds,
                                       "neuter_seeds": self.neuter_seeds})
+        self._keep_logs("check", check)
+        if check.result:
+            result.libraries = list(check.result.get("libraries") or [])
         if check.status != "ok":
             return self.reject(*self._failure(check))
         cases = check.result["cases"]
@@ -188,6 +191,12 @@ class _Run:
         self.cases = [c for c in self.cases if c not in skipped]
         self.result.cases = [CaseResult(c.name, c.weight, held_out=c.held_out) for c in self.cases]
         return ref
+
+    def _keep_logs(self, job: str, out: JobOutcome) -> None:
+        """What the candidate printed (tails), kept with the result as its logs."""
+        for stream, text in (("stdout", out.stdout_tail), ("stderr", out.stderr_tail)):
+            if text.strip():
+                self.result.logs[f"{job}.{stream}"] = text
 
     def _failure(self, out: JobOutcome) -> tuple[str, str]:
         if out.status == "failed":
@@ -264,6 +273,7 @@ class _Run:
             **self._params(timed_cases), "seeds": self.post_seeds,
             "timing_seeds": self._draw(self.opts.timing_sets, timed_cases),
             "timing": asdict(self.opts.timing), "baseline": self.opts.baseline})
+        self._keep_logs("measure", measure)
         if measure.status != "ok":
             stage, reason = self._failure(measure)
             self.reject("timing" if stage in ("load", "run") else stage, reason)

@@ -183,6 +183,7 @@ def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """Candidate outputs on the trial seeds, each forward run twice, under the probes."""
     from kernelevolve.harness.probe import Snapshot, native_threads, warm_thread_pools
     from kernelevolve.runtime import launches
+    from kernelevolve.runtime.cpp import loaded_libraries
 
     progress.stage("problem")
     session = Session(req)
@@ -190,6 +191,7 @@ def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     neuter = {c.name: session.inputs(c, req["neuter_seeds"][c.name]) for c in session.cases}
     digests = {name: [digest(x) for x in sets] for name, sets in prepared.items()}
     warm_thread_pools()
+    harness_libraries = set(loaded_libraries())  # the warm-up's own, not the candidate's
     snapshot = Snapshot(session.module)
     snapshot.threads = native_threads()
     module = _load_candidate(req, progress)
@@ -219,7 +221,8 @@ def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
                              "ops": sorted(set().union(*(r["ops"] for r in runs))),
                              "digests": digests[case.name], "neutered": neutered,
                              "neuter_digest": digest(neuter[case.name])}
-    return {"ok": True, "cases": result}
+    libraries = [p for p in loaded_libraries() if p not in harness_libraries]
+    return {"ok": True, "cases": result, "libraries": libraries}
 
 
 def _refill(targets: list[Any], values: list[Any]) -> None:

@@ -54,6 +54,7 @@ class JobOutcome:
     cpu_s: float = 0.0
     maxrss_kb: int = 0
     stderr_tail: str = ""
+    stdout_tail: str = ""
 
     def describe(self) -> str:
         """How the child ended, in one sentence fit for a prompt."""
@@ -196,7 +197,8 @@ class Worker:
                          code=reply.get("code"), signal=reply.get("signal"),
                          timeout=reply.get("timeout"), wall_s=reply.get("wall_s", 0.0),
                          cpu_s=reply.get("cpu_s", 0.0), maxrss_kb=reply.get("maxrss_kb", 0),
-                         stderr_tail=self._tail(jobdir / "stderr.log"))
+                         stderr_tail=self._tail(jobdir / "stderr.log"),
+                         stdout_tail=self._tail(jobdir / "stdout.log"))
         if reply.get("status") == "timeout":
             out.status = "timeout"
             return out

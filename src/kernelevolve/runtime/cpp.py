@@ -23,6 +23,7 @@ from kernelevolve.runtime import launches
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
 _MAX_ERROR_LINES = 40
+_loaded: list[str] = []
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,7 +83,13 @@ def load_cpp(source: str, *, name: str | None = None, flags: Sequence[str] = ())
     lib_path = out_dir / f"{stem}-{key[:20]}.so"
     if not lib_path.exists():
         _compile(source, flags, cxx, out_dir, lib_path, stem)
+    _loaded.append(str(lib_path))
     return KernelLibrary(str(lib_path))
+
+
+def loaded_libraries() -> list[str]:
+    """Paths of the libraries `load_cpp` loaded in this process (stored as run artifacts)."""
+    return list(dict.fromkeys(_loaded))
 
 
 def _compile(source: str, flags: tuple[str, ...], cxx: str, out_dir: Path, lib_path: Path,
