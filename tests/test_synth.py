@@ -24,6 +24,8 @@ CPP_PROBLEMS = {
     "mean_var_last": PROBLEMS / "synth_mean_last.py",
     "bias_sigmoid": PROBLEMS / "synth_bias_sigmoid.py",
     "clamp_tanh": PROBLEMS / "synth_clamp_tanh.py",
+    "mid_mean": PROBLEMS / "synth_mid_mean.py",
+    "mid_amax_sum_keepdim": PROBLEMS / "synth_mid_amax.py",
 }
 # The interpreter is slow: Triton drafts are checked on the examples and two small fusions.
 TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm"]
@@ -120,3 +122,25 @@ def test_plan_groups_var_into_two_passes():
     p = plan(capture(str(PROBLEMS / "synth_mean_last.py")))
     assert [k.levels for k in p.kernels] == [1, 2]
     assert all(o.layout == "row" for k in p.kernels for o in k.outputs)
+
+
+def test_mid_reduction_is_one_kernel_and_explained():
+    text = explain_problem(str(PROBLEMS / "synth_mid_mean.py"))
+    assert "mid reduction kernel over dim 1" in text
+    assert "fuses relu, mul, sub, mean, sigmoid, mul, add" in text and "torch:" not in text
+    p = plan(capture(str(PROBLEMS / "synth_mid_amax.py")))
+    assert len(p.kernels) == 1 and p.kernels[0].mid_dim == 1
+    assert [o.layout for o in p.kernels[0].outputs] == ["mid"]
+    source, _ = synthesize(str(PROBLEMS / "synth_mid_mean.py"), "cpp")
+    assert "MID_BLOCK" in parse(source).space
+    with pytest.raises(NotCovered):
+        synthesize(str(PROBLEMS / "synth_mid_mean.py"), "triton")
+
+
+def test_mid_reduction_tuned_block_still_accepted(evaluator, tmp_path):
+    problem = PROBLEMS / "synth_mid_mean.py"
+    source, _ = synthesize(str(problem), "cpp")
+    tuned = rewrite(source, {"MID_BLOCK": 64, "PARALLEL_MIN_ELEMENTS": 0})
+    assert tuned != source
+    result = _evaluate(evaluator, problem, tuned, tmp_path, "synth_mid_tuned")
+    assert result.accepted, result.reason

@@ -4,7 +4,9 @@ Elementwise kernels with no per-column operand run one flat `parallel for simd` 
 kernels give each row to one thread (`parallel for`, static blocks or dynamic tasks of
 ROWS_PER_TASK rows) and make one `omp simd` pass over the row per reduction level plus a
 store pass; values between passes stay in registers or L1/L2 (a row of 8192 floats is 32 KiB),
-and pointwise prologues are recomputed in each pass rather than stored.
+and pointwise prologues are recomputed in each pass rather than stored. Mid reduction kernels
+((B, F, D) -> (B, D)) give each task MID_BLOCK consecutive D positions of one B index and walk
+F, accumulating in a block of floats (contiguous, vectorised loads), then store the epilogue.
 
 exp (and sigmoid/tanh, built on it) use a polynomial with ~2e-7 relative error when FAST_EXP
 is on, so the loops vectorise; with it off they call std::exp (scalar). The harness checks
@@ -265,12 +267,18 @@ class _KernelWriter:
     def signature(self) -> str:
         args = [f"const float* {arg}" for arg, _ in self.inputs.values()]
         args += [f"float* {o}" for o in self.outputs.values()]
-        args += ["int64_t n"] if self.k.flat else ["int64_t rows", "int64_t cols"]
+        if self.k.mid_dim is not None:
+            args += ["int64_t outer", "int64_t nred", "int64_t inner"]
+        else:
+            args += ["int64_t n"] if self.k.flat else ["int64_t rows", "int64_t cols"]
         return f'extern "C" void {self.k.name}({", ".join(args)})'
 
     def write(self) -> str:
         lines = [f"// {doc_of(self.k)}", self.signature() + " {"]
-        lines += self.flat_body() if self.k.flat else self.row_body()
+        if self.k.mid_dim is not None:
+            lines += self.mid_body()
+        else:
+            lines += self.flat_body() if self.k.flat else self.row_body()
         lines.append("}")
         return "\n".join(lines)
 
@@ -287,6 +295,56 @@ class _KernelWriter:
         for name, o in self.outputs.items():
             out.append(f"        {o}[i] = v_{name};")
         out.append("    }")
+        return out
+
+    def mid_body(self) -> list[str]:
+        """Reduction over a middle dim: each task owns MID_BLOCK consecutive inner positions
+        of one outer index and walks the reduced dim, accumulating into a block of floats
+        (contiguous loads, vectorised along the inner dim); then the epilogue and the store."""
+        k = self.k
+        reds = [n for n in k.nodes if n.kind == "reduce"]
+        init = {"sum": "0.0f", "mean": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}
+        ind = "            "
+        out = ["    const int64_t nblk = (inner + MID_BLOCK - 1) / MID_BLOCK;",
+               f"    #pragma omp parallel for schedule(static) "
+               f"{self.parallel_if('outer * nred * inner')}",
+               "    for (int64_t t = 0; t < outer * nblk; ++t) {",
+               "        const int64_t o = t / nblk;",
+               "        const int64_t c0 = (t - o * nblk) * MID_BLOCK;",
+               "        const int64_t w = inner - c0 < MID_BLOCK ? inner - c0 : MID_BLOCK;"]
+        for n in reds:
+            out += [f"        float acc_{n.name}[MID_BLOCK];",
+                    "        #pragma omp simd",
+                    f"        for (int64_t j = 0; j < w; ++j) acc_{n.name}[j] = {init[n.op]};"]
+        out += ["        // one pass down the reduced dim: " + ", ".join(
+                    f"{n.op} of {n.args[0].name}" for n in reds),
+                "        for (int64_t f = 0; f < nred; ++f) {",
+                "            const int64_t base = (o * nred + f) * inner + c0;",
+                "            #pragma omp simd",
+                "            for (int64_t j = 0; j < w; ++j) {",
+                f"{ind}    const int64_t c = c0 + j;",
+                f"{ind}    (void)c;"]
+        for n in k.nodes:
+            if n.layout != "mid":
+                out.append(f"{ind}    " + self.define(n, "base + j"))
+        for n in reds:
+            out.append(f"{ind}    " + self.step(n, self.ref(n.args[0], "base + j"),
+                                                f"acc_{n.name}[j]"))
+        out += [f"{ind}}}", "        }",
+                "        // epilogue and store",
+                "        #pragma omp simd",
+                "        for (int64_t j = 0; j < w; ++j) {",
+                "            const int64_t c = c0 + j;",
+                "            (void)c;"]
+        for n in reds:
+            post = f"acc_{n.name}[j]" + (" / (float)nred" if n.op == "mean" else "")
+            out.append(f"{ind}const float v_{n.name} = {post};")
+        for n in k.nodes:
+            if n.layout in ("col", "scalar") or (n.layout == "mid" and n.kind != "reduce"):
+                out.append(f"{ind}" + self.define(n, "c"))
+        for name, o in self.outputs.items():
+            out.append(f"{ind}{o}[o * inner + c] = v_{name};")
+        out += ["        }", "    }"]
         return out
 
     def cached(self) -> list[str]:
@@ -438,6 +496,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     ref = Reference(problem_path)
     g = p.graph
     kernels = [_KernelWriter(k) for k in p.kernels]
+    mid = any(k.mid_dim is not None for k in p.kernels)
     cpp = PRELUDE + "\n" + "\n\n".join(w.write() for w in kernels) + "\n"
     lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {_name(problem_path)}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
@@ -452,22 +511,26 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              "ROWS_PER_TASK = 0",
              "# 1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: libm.",
              "FAST_EXP = 1",
+             *(["# Inner positions per task in middle-dim reduction kernels (floats accumulated",
+                "# per task while walking the reduced dim).", "MID_BLOCK = 256"] if mid else []),
              "TUNABLES = {",
              '    "PARALLEL_MIN_ELEMENTS": [0, 8192, 32768, 131072, 524288],',
              '    "ROWS_PER_TASK": [0, 1, 4, 16, 64],',
              '    "FAST_EXP": [1, 0],',
+             *(['    "MID_BLOCK": [64, 128, 256, 512, 1024],'] if mid else []),
              "}", "",
              f'SRC = r"""{cpp}"""', "",
              'CONFIG = (f"#define PARALLEL_MIN_ELEMENTS {PARALLEL_MIN_ELEMENTS}\\n"',
              '          f"#define ROWS_PER_TASK {ROWS_PER_TASK}\\n"',
-             '          f"#define FAST_EXP {FAST_EXP}\\n")',
+             '          f"#define FAST_EXP {FAST_EXP}\\n"' + (')' if not mid else ''),
+             *(['          f"#define MID_BLOCK {MID_BLOCK}\\n")'] if mid else []),
              "# -fno-math-errno/-fno-trapping-math let g++ vectorise sqrt, floor and float->int;",
              "# unlike -ffast-math they keep IEEE inf/NaN semantics.",
              f'_lib = load_cpp(CONFIG + SRC, name="synth_{_ident(_name(problem_path))}",',
              '                flags=("-fno-math-errno", "-fno-trapping-math"))']
     for w in kernels:
         n_ptr = len(w.inputs) + len(w.outputs)
-        ints = 1 if w.k.flat else 2
+        ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
         lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {n_ptr} + "
                      f"[ctypes.c_int64] * {ints}")
         lines.append(f"_lib.{w.k.name}.restype = None")
@@ -500,7 +563,13 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
                    f"device={names[0]}.device)")
     outs = [var(g, o.name, ref) for o in k.outputs]
     ptrs = ", ".join(f"ptr({n})" for n in names + outs)
-    if k.flat:
+    if k.mid_dim is not None:
+        d = k.mid_dim
+        di = [i.name for i in k.inputs].index(k.domain_of)
+        out.append(f"if {k.name}_in{di}.numel():")
+        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_shape[:{d}].numel(), "
+                   f"{k.name}_shape[{d}], {k.name}_shape[{d + 1}:].numel())")
+    elif k.flat:
         out.append(f"if {names[[i.name for i in k.inputs].index(k.domain_of)]}.numel():")
         out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{[i.name for i in k.inputs].index(k.domain_of)}.numel())")
     else:

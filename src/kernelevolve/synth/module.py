@@ -118,6 +118,11 @@ def forward_epilogue(p: Plan, ref: Reference) -> list[str]:
 def out_shape_expr(k: Kernel, out, dom: str) -> str:
     """The run-time shape of a kernel output, from the domain tensor's shape `dom`."""
     nd = len(k.domain)
+    if k.mid_dim is not None:
+        d = k.mid_dim
+        if len(out.shape) == nd:
+            return f"tuple({dom})[:{d}] + (1,) + tuple({dom})[{d + 1}:]"
+        return f"tuple({dom})[:{d}] + tuple({dom})[{d + 1}:]"
     if out.layout == "full":
         extra = len(out.shape) - nd
         if extra == 0:
@@ -134,6 +139,9 @@ def out_shape_expr(k: Kernel, out, dom: str) -> str:
 
 def doc_of(k: Kernel) -> str:
     ops = ", ".join(n.source_op for n in k.nodes if n.kind != "view" and n.source_op)
+    if k.mid_dim is not None:
+        return (f"kernel {k.name}: {ops}, mid reduction over dim {k.mid_dim} (threads over "
+                "outer x inner blocks, one pass down the reduced dim)")
     if k.has_reduction:
         return f"kernel {k.name}: {ops} over rows ({k.levels} reduction pass(es) per row)"
     return f"kernel {k.name}: {ops}, elementwise (one read per input, one write)"

@@ -9,6 +9,11 @@ on it are available from the next pass, so each reduction gets a *level* (1 + th
 level it depends on) and the emitted kernel makes one pass per level plus a final store
 pass (softmax: max, then sum of exp, then store; layer norm: mean, then variance, then store).
 
+A kernel whose reductions run over a middle dim (x of shape (B, F, D) -> (B, D), keepdim or
+not) is a *mid reduction* kernel instead (`Kernel.mid_dim`): its prologue is "full" over
+(B, F, D) (or "col" over D, or scalar), the reduced values and the epilogue on them are "mid",
+and it writes only mid values (see _build_mid_kernel).
+
 Grouping walks the graph in order: a fusable node joins the open kernel of its fusable
 producers (merging them); a torch-kept node (matmul, conv, anything not in ops.py) closes
 every kernel it depends on, so a kernel never needs a value computed after it.
@@ -61,6 +66,7 @@ class Kernel:
     domain: tuple[int, ...]
     domain_of: str             # a value whose shape is the domain at run time (input or output)
     levels: int                # number of reduction passes
+    mid_dim: int | None = None  # a mid reduction kernel: the reduced (non-last) dim
 
     @property
     def has_reduction(self) -> bool:
@@ -221,6 +227,11 @@ def _domain(g: Graph, names: list[str], norm) -> tuple[int, ...]:
 
 def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -> Kernel:
     domain = _domain(g, names, norm)
+    for n in names:
+        if norm[n][0] == "reduce":
+            src = g.values[norm[n][2][0].name].shape
+            if src and norm[n][3]["dim"] % len(src) != len(src) - 1:
+                return _build_mid_kernel(g, names, norm, users, kname)
     inside = set(names)
     layout: dict[str, str] = {}
     level: dict[str, int] = {}
@@ -300,6 +311,93 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
     return Kernel(kname, nodes, inputs, outputs, domain, domain_of, levels)
 
 
+def _build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Kernel:
+    """A reduction over a middle dim: domain (outer..., F, inner...) -> (outer..., inner...).
+    Values are "full" (over the domain), "col" (over the inner dims only), "scalar", or "mid"
+    (the reduced value and the pointwise epilogue built on it)."""
+    reds = [n for n in names if norm[n][0] == "reduce"]
+    rname = reds[0]
+    rargs = norm[rname][2]
+    domain = tuple(g.values[rargs[0].name].shape)
+    dim = norm[rname][3]["dim"] % len(domain)
+    for n in reds:
+        _, rop, args, attrs = norm[n]
+        if rop not in ("sum", "mean", "max", "min"):
+            raise NotCovered(f"{g.values[n].op} over a middle dim is not covered yet")
+        shape = tuple(g.values[args[0].name].shape)
+        if shape != domain or attrs["dim"] % len(shape) != dim:
+            raise NotCovered("reductions over different dims or shapes fused in one kernel "
+                             f"({domain} dim {dim} vs {shape} dim {attrs['dim']})")
+    inner = domain[dim + 1:]
+    red_numel = math.prod(domain) // max(1, domain[dim])
+    inside = set(names)
+    layout: dict[str, str] = {}
+    inputs: list[KInput] = []
+    nodes: list[KNode] = []
+    for n in names:
+        v = g.values[n]
+        kind, op, args, attrs = norm[n]
+        for a in args:
+            if not isinstance(a, Ref) or a.name in inside or a.name in layout:
+                continue
+            av = g.values[a.name]
+            if math.prod(av.shape) == 1:
+                lay = "scalar"
+            elif tuple(av.shape) == domain:
+                lay = "full"
+            elif inner and _strip(av.shape) == _strip(inner) and len(av.shape) <= len(domain):
+                lay = "col"
+            else:
+                raise NotCovered(f"{a.name} of shape {av.shape} does not broadcast over the "
+                                 f"middle-dim reduction domain {domain}")
+            if av.dtype != "float32":
+                raise NotCovered(f"kernel input {a.name} has dtype {av.dtype}; only float32 "
+                                 "is covered")
+            layout[a.name] = lay
+            inputs.append(KInput(a.name, lay, av.dtype))
+        lays = {layout[a.name] for a in args if isinstance(a, Ref)}
+        if n in reds:
+            if layout[args[0].name] != "full":
+                raise NotCovered(f"{v.op} reduces a value that is not full-size")
+            lay = "mid"
+        elif "mid" in lays:
+            if "full" in lays:
+                raise NotCovered(f"{v.op} mixes the reduced value with a full-size one")
+            lay = "mid"
+            if kind == "view" and math.prod(v.shape) != red_numel:
+                raise NotCovered(f"{v.op} reshapes the reduced value to {v.shape}")
+        elif "full" in lays:
+            lay = "full"
+            if _strip(v.shape) != _strip(domain):
+                raise NotCovered(f"{v.op} gives shape {v.shape}, not the domain {domain}")
+        elif "col" in lays:
+            lay = "col"
+        else:
+            lay = "scalar"
+        layout[n] = lay
+        nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, 1 if lay == "mid" else 0,
+                           v.op))
+    outputs = []
+    nd = len(domain)
+    for n in names:
+        if any(u not in inside for u in users[n]):
+            v = g.values[n]
+            if layout[n] != "mid":
+                raise NotCovered(f"kernel output {n} is not the reduced value (a middle-dim "
+                                 "reduction kernel writes only reduced values)")
+            if v.dtype != "float32":
+                raise NotCovered(f"kernel output {n} has dtype {v.dtype}; only float32 is covered")
+            keep = tuple(domain[:dim]) + (1,) + tuple(inner)
+            drop = tuple(domain[:dim]) + tuple(inner)
+            if tuple(v.shape) not in (keep, drop) or len(v.shape) not in (nd, nd - 1):
+                raise NotCovered(f"kernel output {n} has shape {v.shape}")
+            outputs.append(KOutput(n, "mid", v.shape))
+    domain_of = next((i.name for i in inputs if i.layout == "full"), None)
+    if domain_of is None:
+        raise NotCovered(f"kernel {kname} reads no full-size tensor")
+    return Kernel(kname, nodes, inputs, outputs, domain, domain_of, 1, mid_dim=dim)
+
+
 # ---- explain ------------------------------------------------------------------------------
 
 def explain(p: Plan) -> str:
@@ -309,6 +407,8 @@ def explain(p: Plan) -> str:
         store = " + 1 store pass" if any(o.layout == "full" for o in k.outputs) else ""
         what = (f"row kernel, {k.levels} reduction pass(es){store}"
                 if k.has_reduction else "elementwise kernel")
+        if k.mid_dim is not None:
+            what = f"mid reduction kernel over dim {k.mid_dim}"
         lines.append(f"kernel {k.name} ({what}, domain {shape}): fuses "
                      + ", ".join(n.source_op for n in k.nodes if n.source_op))
         lines.append("    reads " + ", ".join(f"{_label(p.graph, i.name)} [{i.layout}]"
