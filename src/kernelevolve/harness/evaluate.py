@@ -307,12 +307,14 @@ class _Run:
         self._score(second)
         again = result.speedup
         result.integrity["recheck"] = {"first": claimed, "second": again}
-        if again < claimed / 2:
-            self.reject("integrity", f"speedup not reproducible: {claimed:.2f}x, then "
-                                     f"{again:.2f}x in an independent measurement")
-            return
-        if again > claimed:  # keep the more conservative of the two
+        # The lower of the two counts. A big disagreement is noise far more often than fraud
+        # (a load spike slowing eager: 12.5x, then 2.3x, seen on this 2-core machine), and the
+        # re-measurement's own correctness round has already run, so it is not a rejection.
+        if again > claimed:
             self._score(first)
+        if max(claimed, again) > 2 * min(claimed, again):
+            result.reason += (f" (a first measurement of {max(claimed, again):.2f}x was not "
+                              "reproduced; the lower one counts)")
 
     def _score(self, cases: dict[str, Any]) -> None:
         result = self.result
