@@ -1,0 +1,120 @@
+"""The C++ prelude every synthesized kernel file starts with: schedule macros and vectorisable
+exp/sigmoid/tanh/erf/gelu approximations (with libm-matching inf/NaN), selected by FAST_EXP."""
+from __future__ import annotations
+
+PRELUDE = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <omp.h>
+
+#if ROWS_PER_TASK > 0
+#define KE_SCHEDULE schedule(dynamic, ROWS_PER_TASK)
+#else
+#define KE_SCHEDULE schedule(static)
+#endif
+
+// exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln(2)/2, exp(r) by a degree-7 Taylor
+// polynomial (< 2e-7 relative error). The argument is clamped to float's normal range for the
+// arithmetic and the overflow / underflow ends are selected afterwards (inf above 88.72, 0
+// below -103.97, as std::exp gives); NaN propagates through the polynomial. Branch-free, so
+// `omp simd` loops vectorise it (with -fno-trapping-math for floor and the int conversion).
+static inline float ke_exp_poly(float x) {
+    const float xc = x < -87.3f ? -87.3f : (x > 88.7228f ? 88.7228f : x);
+    const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+    float r = std::fma(n, -0.693145751953125f, xc);
+    r = std::fma(n, -1.42860682030941723e-6f, r);
+    float p = 1.0f / 5040.0f;
+    p = std::fma(p, r, 1.0f / 720.0f);
+    p = std::fma(p, r, 1.0f / 120.0f);
+    p = std::fma(p, r, 1.0f / 24.0f);
+    p = std::fma(p, r, 1.0f / 6.0f);
+    p = std::fma(p, r, 0.5f);
+    p = std::fma(p, r, 1.0f);
+    p = std::fma(p, r, 1.0f);
+    // 2^n by the exponent bits; n = 128 (x in (88.38, 88.72]) is done as 2^127 * 2.
+    const float n_lo = n > 127.0f ? 127.0f : n;
+    const int32_t bits = (static_cast<int32_t>(n_lo) + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    const float e = (p * scale) * (n > n_lo ? 2.0f : 1.0f);
+    return x > 88.7228390f ? INFINITY : (x < -103.972f ? 0.0f : e);
+}
+
+#if FAST_EXP
+#define KE_EXP(x) ke_exp_poly(x)
+#else
+#define KE_EXP(x) std::exp(x)
+#endif
+
+static inline float ke_sigmoid(float x) { return 1.0f / (1.0f + KE_EXP(-x)); }
+
+// tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)) for |x| >= 0.3; below, the odd Taylor series
+// to x^11 (relative error < 1e-7 there, and no cancellation). Both are computed, one selected.
+static inline float ke_tanh(float x) {
+#if FAST_EXP
+    const float a = std::fabs(x);
+    const float a2 = a * a;
+    float s = -1382.0f / 155925.0f;
+    s = std::fma(s, a2, 62.0f / 2835.0f);
+    s = std::fma(s, a2, -17.0f / 315.0f);
+    s = std::fma(s, a2, 2.0f / 15.0f);
+    s = std::fma(s, a2, -1.0f / 3.0f);
+    const float small = std::fma(s * a2, a, a);
+    const float big = 1.0f - 2.0f / (KE_EXP(2.0f * a) + 1.0f);
+    const float t = a < 0.3f ? small : big;
+    return x < 0.0f ? -t : (x == x ? t : x);
+#else
+    return std::tanh(x);
+#endif
+}
+
+// 0.5 * erfc(z) for z >= 0 by the Chebyshev fit of Numerical Recipes (erfcc: relative error
+// below 1.2e-7 for every z, so the far tail stays accurate; no 1 - erf cancellation).
+static inline float ke_half_erfc_abs(float z) {
+    const float t = 2.0f / (2.0f + z);
+    float p = 0.17087277f;
+    p = std::fma(p, t, -0.82215223f);
+    p = std::fma(p, t, 1.48851587f);
+    p = std::fma(p, t, -1.13520398f);
+    p = std::fma(p, t, 0.27886807f);
+    p = std::fma(p, t, -0.18628806f);
+    p = std::fma(p, t, 0.09678418f);
+    p = std::fma(p, t, 0.37409196f);
+    p = std::fma(p, t, 1.00002368f);
+    p = std::fma(p, t, -1.26551223f);
+    return 0.5f * t * ke_exp_poly(std::fma(-z, z, p));
+}
+
+// Standard normal CDF: Phi(h) = 1 - 0.5 erfc(h / sqrt 2) for h >= 0, 0.5 erfc(-h / sqrt 2) else.
+static inline float ke_normal_cdf(float h) {
+#if FAST_EXP
+    const float q = ke_half_erfc_abs(std::fabs(h) * 0.70710678118654752f);
+    return h >= 0.0f ? 1.0f - q : (h == h ? q : h);
+#else
+    return 0.5f * (1.0f + std::erf(h * 0.70710678118654752f));
+#endif
+}
+
+// erf: the Taylor series to x^13 below |x| = 0.5 (relative error < 1e-8), 1 - erfc above.
+static inline float ke_erf(float x) {
+#if FAST_EXP
+    const float a = std::fabs(x);
+    const float a2 = a * a;
+    float s = 1.0f / 9360.0f;
+    s = std::fma(s, -a2, 1.0f / 1320.0f);
+    s = std::fma(s, -a2, 1.0f / 216.0f);
+    s = std::fma(s, -a2, 1.0f / 42.0f);
+    s = std::fma(s, -a2, 1.0f / 10.0f);
+    s = std::fma(s, -a2, 1.0f / 3.0f);
+    s = std::fma(s, -a2, 1.0f);
+    const float small = 1.12837916709551257f * s * a;
+    const float big = 1.0f - 2.0f * ke_half_erfc_abs(a);
+    const float e = a < 0.5f ? small : big;
+    return x < 0.0f ? -e : (x == x ? e : x);
+#else
+    return std::erf(x);
+#endif
+}
+"""
