@@ -10,7 +10,7 @@ from conftest import PROBLEMS, example
 from kernelevolve.operators.base import ProposalContext, ParentView
 from kernelevolve.operators.tunables import parse, rewrite
 from kernelevolve.synth import SynthOperator, explain_problem, synthesize
-from kernelevolve.synth.capture import NotCovered, capture
+from kernelevolve.synth.capture import NotCovered, Ref, capture
 from kernelevolve.synth.plan import plan
 
 CPP_PROBLEMS = {
@@ -26,9 +26,11 @@ CPP_PROBLEMS = {
     "clamp_tanh": PROBLEMS / "synth_clamp_tanh.py",
     "mid_mean": PROBLEMS / "synth_mid_mean.py",
     "mid_amax_sum_keepdim": PROBLEMS / "synth_mid_amax.py",
+    "int_ops": PROBLEMS / "synth_int_ops.py",
 }
 # The interpreter is slow: Triton drafts are checked on the examples and two small fusions.
-TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm"]
+TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm",
+                   "int_ops"]
 
 
 def _evaluate(evaluator, problem, source, tmp_path, name):
@@ -144,3 +146,26 @@ def test_mid_reduction_tuned_block_still_accepted(evaluator, tmp_path):
     assert tuned != source
     result = _evaluate(evaluator, problem, tuned, tmp_path, "synth_mid_tuned")
     assert result.accepted, result.reason
+
+
+def test_integer_ops_keep_python_rounding_and_wrap_around():
+    """The int kernel spells remainder/floor division with Python rounding and wraps int64
+    multiplication in unsigned arithmetic (signed overflow is undefined in C++)."""
+    source, _ = synthesize(str(PROBLEMS / "synth_int_ops.py"), "cpp")
+    assert "ke_irem(" in source and "ke_ifloordiv(" in source and "ke_wrap_mul(" in source
+    assert "ke_bucketize(" in source and "int32_t" in source
+    text = explain_problem(str(PROBLEMS / "synth_int_ops.py"))
+    assert "bucketize" in text and "[table]" in text
+
+
+def test_integer_division_by_a_tensor_stays_in_torch():
+    from kernelevolve.synth.capture import Value
+    from kernelevolve.synth.ops import normalise
+    div = Value("r", "remainder", (Ref("a"), Ref("b")), (8,), "int64", {"kwargs": {}})
+    assert normalise(div) is None
+    assert normalise(Value("r", "remainder", (Ref("a"), 0), (8,), "int64",
+                           {"kwargs": {}})) is None
+    assert normalise(Value("r", "__lshift__", (Ref("a"), 64), (8,), "int64",
+                           {"kwargs": {}})) is None
+    assert normalise(Value("r", "remainder", (Ref("a"), 7), (8,), "int64",
+                           {"kwargs": {}}))[1] == "rem"

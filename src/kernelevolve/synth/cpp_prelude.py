@@ -8,6 +8,7 @@ PRELUDE = r"""
 #include <cstdlib>
 #include <cstring>
 #include <omp.h>
+#include <type_traits>
 
 #if ROWS_PER_TASK > 0
 #define KE_SCHEDULE schedule(dynamic, ROWS_PER_TASK)
@@ -116,5 +117,50 @@ static inline float ke_erf(float x) {
 #else
     return std::erf(x);
 #endif
+}
+
+// Integer arithmetic as torch does it: add/sub/mul wrap around (two's complement, done in the
+// unsigned type, where overflow is defined); remainder and floor division round toward minus
+// infinity (Python semantics). Divisors and shift counts are constants the planner checked
+// (never 0 or -1; shifts below the bit width).
+template <typename T> static inline T ke_wrap_add(T a, T b) {
+    typedef typename std::make_unsigned<T>::type U;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <typename T> static inline T ke_wrap_sub(T a, T b) {
+    typedef typename std::make_unsigned<T>::type U;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <typename T> static inline T ke_wrap_mul(T a, T b) {
+    typedef typename std::make_unsigned<T>::type U;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+template <typename T> static inline T ke_shl(T a, int s) {
+    typedef typename std::make_unsigned<T>::type U;
+    return static_cast<T>(static_cast<U>(a) << s);
+}
+template <typename T> static inline T ke_irem(T a, T b) {
+    const T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T> static inline T ke_ifloordiv(T a, T b) {
+    const T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline float ke_frem(float a, float b) {
+    const float r = std::fmod(a, b);
+    return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
+// torch.bucketize: the first boundary >= v (right: > v); the negated tests send NaN to the
+// end, as torch's own search does.
+template <typename T, typename B>
+static inline int64_t ke_bucketize(T v, const B* b, int64_t n, bool right) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + ((hi - lo) >> 1);
+        const bool before = right ? !(b[mid] > v) : !(b[mid] >= v);
+        if (before) lo = mid + 1; else hi = mid;
+    }
+    return lo;
 }
 """

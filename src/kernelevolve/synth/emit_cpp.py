@@ -20,14 +20,23 @@ from kernelevolve.synth.module import (Reference, doc_of, forward_epilogue, forw
                                        out_shape_expr, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, Plan
 
-CTYPE = {"float32": "float", "bool": "bool"}
+CTYPE = {"float32": "float", "bool": "bool", "int64": "int64_t", "int32": "int32_t"}
+INTS = ("int64", "int32")
 # Ops worth caching between passes and that weigh in the parallel threshold.
 EXPENSIVE = {"exp", "sigmoid", "tanh", "erf", "gelu", "gelu_tanh", "log", "sin", "cos", "log1p",
              "expm1", "exp2", "log2", "pow"}
+COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"}
+_RANK = {"bool": 0, "int32": 1, "int64": 2, "float32": 3}
 
-def lit(a) -> str:
+
+def lit(a, dtype: str = "float32") -> str:
+    """`a` as a C++ literal of type `dtype` (float32, an integer type or bool)."""
     if isinstance(a, bool):
         return "true" if a else "false"
+    if isinstance(a, int) and dtype in INTS:
+        if dtype == "int64" and a == -2**63:
+            return "INT64_MIN"
+        return f"{CTYPE[dtype]}({a}LL)"
     if isinstance(a, (int, float)):
         f = float(a)
         if f != f:
@@ -38,10 +47,66 @@ def lit(a) -> str:
     raise NotCovered(f"cannot write {a!r} as a C++ literal")
 
 
-def expr(n: KNode, x: list[str], uniform_divisor: bool = False) -> str:
-    """The C++ expression of a non-reduction node over operand expressions `x`;
-    `uniform_divisor`: a division's divisor is the same along a row (hoistable)."""
+def promote(dtypes: list[str]) -> str:
+    """torch's type promotion for a comparison's operands: tensors by category, then Python
+    scalars ("float", "int") only when they are of a higher category."""
+    tensors = [d for d in dtypes if d in _RANK]
+    t = max(tensors, key=_RANK.get) if tensors else "float32"
+    if "float" in dtypes and t != "float32":
+        return "float32"
+    if "int" in dtypes and t == "bool":
+        return "int64"
+    return t
+
+
+def compute_dtype(n: KNode, operand_dtypes: list[str]) -> str:
+    """The type a node computes in (its operands are cast to it)."""
+    if n.kind == "binary" and n.op in COMPARE:
+        return promote(operand_dtypes)
+    if n.kind in ("cast", "view") or (n.kind == "unary" and n.op == "not"):
+        return operand_dtypes[0]
+    if n.kind == "bucketize":
+        return operand_dtypes[0]
+    return n.dtype
+
+
+def _int_expr(n: KNode, x: list[str], t: str) -> str | None:
+    """Integer spellings that differ from the float ones (wrapping, Python rounding)."""
+    a, T = x[0], CTYPE[t]
+    if n.kind == "unary":
+        return {"neg": f"ke_wrap_sub({T}(0), {a})", "relu": f"({a} > 0 ? {a} : {T}(0))",
+                "abs": f"({a} < 0 ? ke_wrap_sub({T}(0), {a}) : {a})",
+                "sign": f"{T}(({a} > 0) - ({a} < 0))", "square": f"ke_wrap_mul({a}, {a})",
+                "bnot": f"{T}(~{a})"}.get(n.op) or _no_int(n)
+    if n.kind == "binary":
+        b = x[1]
+        if n.op == "pow":
+            e = n.args[1]
+            if isinstance(e, Ref) or e not in (1, 2):
+                return _no_int(n)
+            return a if e == 1 else f"ke_wrap_mul({a}, {a})"
+        return {"add": f"ke_wrap_add({a}, {b})", "sub": f"ke_wrap_sub({a}, {b})",
+                "mul": f"ke_wrap_mul({a}, {b})", "rsub": f"ke_wrap_sub({b}, {a})",
+                "rem": f"ke_irem({a}, {b})", "floordiv": f"ke_ifloordiv({a}, {b})",
+                "truncdiv": f"({a} / {b})", "shl": f"ke_shl({a}, int({b}))",
+                "shr": f"{T}({a} >> int({b}))"}.get(n.op)
+    return None
+
+
+def _no_int(n: KNode):
+    raise NotCovered(f"{n.source_op or n.op} on integers is not covered by the C++ emitter")
+
+
+def expr(n: KNode, x: list[str], uniform_divisor: bool = False, t: str = "float32") -> str:
+    """The C++ expression of a non-reduction node over operand expressions `x` (already of the
+    compute type `t`); `uniform_divisor`: a division's divisor is the same along a row."""
     a = x[0] if x else ""
+    if t in INTS and n.kind in ("unary", "binary"):
+        spelled = _int_expr(n, x, t)
+        if spelled is not None:
+            return spelled
+    if n.kind == "bucketize":
+        return f"ke_bucketize({a}, {x[1]}, {x[1]}_n, {lit(n.attrs['right'])})"
     if n.kind == "unary":
         return {
             "abs": f"std::fabs({a})", "neg": f"(-{a})", "exp": f"KE_EXP({a})",
@@ -55,6 +120,7 @@ def expr(n: KNode, x: list[str], uniform_divisor: bool = False) -> str:
             "gelu": f"({a} * ke_normal_cdf({a}))",
             "gelu_tanh": f"(0.5f * {a} * (1.0f + ke_tanh(0.79788456080286536f * "
                          f"({a} + 0.044715f * {a} * {a} * {a}))))",
+            "bnot": f"(!{a})",
         }[n.op]
     if n.kind == "binary":
         b = x[1]
@@ -71,25 +137,32 @@ def expr(n: KNode, x: list[str], uniform_divisor: bool = False) -> str:
                     return f"(1.0f / {a})"
             return f"std::pow({a}, {b})"
         ops = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=",
-               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&&", "or": "||"}
+               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&&", "or": "||",
+               "band": "&", "bor": "|", "bxor": "^"}
         if n.op == "div" and uniform_divisor:
             # a per-row or constant divisor: one reciprocal per row (hoisted), a multiply each
             return f"({a} * (1.0f / {b}))"
         if n.op in ops:
             return f"({a} {ops[n.op]} {b})"
+        if n.op in ("shl", "shr"):
+            raise NotCovered(f"{n.source_op} on {t} is not covered")
         return {"max": f"({a} > {b} ? {a} : {b})", "min": f"({a} < {b} ? {a} : {b})",
-                "rsub": f"({b} - {a})", "leaky_relu": f"({a} > 0.0f ? {a} : {a} * {b})"}[n.op]
+                "rsub": f"({b} - {a})", "leaky_relu": f"({a} > 0.0f ? {a} : {a} * {b})",
+                "rem": f"ke_frem({a}, {b})", "floordiv": f"std::floor({a} / {b})",
+                "truncdiv": f"std::trunc({a} / {b})"}[n.op]
     if n.kind == "where":
         return f"({a} ? {x[1]} : {x[2]})"
     if n.kind == "clamp":
         out = a
         if n.attrs["lo"] is not None:
-            out = f"({out} < {lit(n.attrs['lo'])} ? {lit(n.attrs['lo'])} : {out})"
+            lo = lit(n.attrs["lo"], t)
+            out = f"({out} < {lo} ? {lo} : {out})"
         if n.attrs["hi"] is not None:
-            out = f"({out} > {lit(n.attrs['hi'])} ? {lit(n.attrs['hi'])} : {out})"
+            hi = lit(n.attrs["hi"], t)
+            out = f"({out} > {hi} ? {hi} : {out})"
         return out
     if n.kind == "cast":
-        return f"({a} != 0)" if n.op == "bool" else f"(float)({a})"
+        return f"({a} != 0)" if n.op == "bool" else f"({CTYPE[n.op]})({a})"
     if n.kind == "view":
         return a
     raise NotCovered(f"no C++ spelling for {n.kind} {n.op}")
@@ -102,14 +175,23 @@ class _KernelWriter:
         self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
         self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
 
-    def ref(self, a, idx: str) -> str:
+    def ref(self, a, idx: str, dtype: str = "float32") -> str:
         if not isinstance(a, Ref):
-            return lit(a)
+            return lit(a, dtype)
         if a.name in self.inputs:
             arg, inp = self.inputs[a.name]
             return {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[r]",
-                    "scalar": f"{arg}[0]"}[inp.layout]
+                    "scalar": f"{arg}[0]", "table": arg}[inp.layout]
         return "v_" + a.name
+
+    def dtype(self, a) -> str:
+        if isinstance(a, bool):
+            return "bool"
+        if not isinstance(a, Ref):
+            return "int" if isinstance(a, int) else "float"
+        if a.name in self.inputs:
+            return self.inputs[a.name][1].dtype
+        return self.nodes[a.name].dtype
 
     def layout(self, a) -> str:
         if not isinstance(a, Ref):
@@ -119,9 +201,18 @@ class _KernelWriter:
         return self.nodes[a.name].layout
 
     def define(self, n: KNode, idx: str) -> str:
-        x = [self.ref(a, idx) for a in n.args]
+        dts = [self.dtype(a) for a in n.args]
+        t = compute_dtype(n, dts)
+        x = []
+        for j, (a, d) in enumerate(zip(n.args, dts)):
+            keep = (n.kind == "where" and j == 0) or (n.kind == "bucketize" and j == 1) or \
+                (n.kind in ("cast", "view"))
+            v = self.ref(a, idx, d if keep or not isinstance(a, Ref) and d == "bool" else t)
+            if isinstance(a, Ref) and not keep and d != t:
+                v = f"({CTYPE[t]})({v})"
+            x.append(v)
         uniform = n.op == "div" and len(n.args) > 1 and self.layout(n.args[1]) in ("row", "scalar")
-        return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x, uniform)};"
+        return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x, uniform, t)};"
 
     def closure(self, targets: list[str], stop: frozenset[str] = frozenset()) -> list[KNode]:
         """Per-element nodes needed (in order) to compute `targets` inside a column loop;
@@ -148,12 +239,15 @@ class _KernelWriter:
         return max(1, round(units / 4))
 
     def signature(self) -> str:
-        args = [f"const float* {arg}" for arg, _ in self.inputs.values()]
-        args += [f"float* {o}" for o in self.outputs.values()]
+        args = [f"const {CTYPE[inp.dtype]}* {arg}" for arg, inp in self.inputs.values()]
+        odt = {o.name: o.dtype for o in self.k.outputs}
+        args += [f"{CTYPE[odt[n]]}* {o}" for n, o in self.outputs.items()]
         if self.k.mid_dim is not None:
             args += ["int64_t outer", "int64_t nred", "int64_t inner"]
         else:
             args += ["int64_t n"] if self.k.flat else ["int64_t rows", "int64_t cols"]
+        # bucketize boundary tables: their lengths come last
+        args += [f"int64_t {arg}_n" for arg, inp in self.inputs.values() if inp.layout == "table"]
         return f'extern "C" void {self.k.name}({", ".join(args)})'
 
     def write(self) -> str:
@@ -412,9 +506,10 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              f'_lib = load_cpp(CONFIG + SRC, name="synth_{_ident(_name(problem_path))}",',
              '                flags=("-fno-math-errno", "-fno-trapping-math"))']
     for w in kernels:
-        n_ptr = len(w.inputs) + len(w.outputs)
+        ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
         ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
-        lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {n_ptr} + "
+        ints += sum(1 for i in w.k.inputs if i.layout == "table")
+        lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
                      f"[ctypes.c_int64] * {ints}")
         lines.append(f"_lib.{w.k.name}.restype = None")
     lines += ["", "", "class ModelNew(nn.Module):" if "nn" in " ".join(_imports(ref))
@@ -442,25 +537,27 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     out.append(f"{k.name}_shape = {dom}")
     for o in k.outputs:
         shape = out_shape_expr(k, o, f"{k.name}_shape")
-        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.float32, "
+        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
                    f"device={names[0]}.device)")
     outs = [var(g, o.name, ref) for o in k.outputs]
     ptrs = ", ".join(f"ptr({n})" for n in names + outs)
+    tables = "".join(f", {n}.numel()" for n, i in zip(names, k.inputs) if i.layout == "table")
     if k.mid_dim is not None:
         d = k.mid_dim
         di = [i.name for i in k.inputs].index(k.domain_of)
         out.append(f"if {k.name}_in{di}.numel():")
         out.append(f"    _lib.{k.name}({ptrs}, {k.name}_shape[:{d}].numel(), "
-                   f"{k.name}_shape[{d}], {k.name}_shape[{d + 1}:].numel())")
+                   f"{k.name}_shape[{d}], {k.name}_shape[{d + 1}:].numel(){tables})")
     elif k.flat:
         out.append(f"if {names[[i.name for i in k.inputs].index(k.domain_of)]}.numel():")
-        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{[i.name for i in k.inputs].index(k.domain_of)}.numel())")
+        di = [i.name for i in k.inputs].index(k.domain_of)
+        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{di}.numel(){tables})")
     else:
         out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")
         di = [i.name for i in k.inputs].index(k.domain_of)
         out.append(f"if {k.name}_in{di}.numel():")
         out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{di}.numel() // {k.name}_cols, "
-                   f"{k.name}_cols)")
+                   f"{k.name}_cols{tables})")
     return out
 
 

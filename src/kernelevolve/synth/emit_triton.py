@@ -10,15 +10,42 @@ they enter a reduction. Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=
 from __future__ import annotations
 
 from kernelevolve.synth.capture import NotCovered, Ref
-from kernelevolve.synth.emit_cpp import _ident, _imports, _name
+from kernelevolve.synth.emit_cpp import INTS, _ident, _imports, _name, compute_dtype
 from kernelevolve.synth.module import (Reference, doc_of, forward_epilogue, forward_prologue,
                                        out_shape_expr, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, Plan
 
 
-def lit(a) -> str:
+TL = {"float32": "tl.float32", "int64": "tl.int64", "int32": "tl.int32", "bool": "tl.int1"}
+# Python-rounding integer helpers and bucketize, emitted once into modules that use them.
+HELPERS = {
+    "_ke_trunc": ["@triton.jit", "def _ke_trunc(q):", "    # rounds toward zero",
+                  "    return tl.where(q < 0, tl.ceil(q), tl.floor(q))"],
+    "_ke_rem": ["@triton.jit", "def _ke_rem(a, b):",
+             "    # a % b with the sign of b (Triton's % truncates, like C)",
+             "    r = a % b", "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)"],
+    "_ke_floordiv": ["@triton.jit", "def _ke_floordiv(a, b):",
+                  "    # a // b rounded toward minus infinity (Triton's // truncates, like C)",
+                  "    q = a // b", "    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), "
+                  "q - 1, q)"],
+    "_ke_bucketize": ["@triton.jit", "def _ke_bucketize(x, table, n, RIGHT: tl.constexpr):",
+                  "    # boundaries before x, counted (sorted boundaries: torch.bucketize's index)",
+                  "    count = tl.zeros_like(x).to(tl.int64)",
+                  "    for j in range(0, n):",
+                  "        b = tl.load(table + j)",
+                  "        if RIGHT:",
+                  "            count += ((b > x) == 0).to(tl.int64)",
+                  "        else:",
+                  "            count += ((b >= x) == 0).to(tl.int64)",
+                  "    return count"],
+}
+
+
+def lit(a, dtype: str = "float32") -> str:
     if isinstance(a, bool):
         return "True" if a else "False"
+    if isinstance(a, int) and dtype in INTS:
+        return repr(a)
     if isinstance(a, (int, float)):
         f = float(a)
         if f != f or f in (float("inf"), -float("inf")):
@@ -27,8 +54,33 @@ def lit(a) -> str:
     raise NotCovered(f"cannot write {a!r} as a Triton literal")
 
 
-def expr(n: KNode, x: list[str]) -> str:
+def _int_expr(n: KNode, x: list[str]) -> str | None:
+    a = x[0]
+    if n.kind == "unary":
+        return {"relu": f"tl.maximum({a}, 0)", "bnot": f"(~{a})",
+                "sign": f"tl.where({a} > 0, 1, tl.where({a} < 0, -1, 0))",
+                "square": f"({a} * {a})"}.get(n.op)
+    if n.kind == "binary":
+        b = x[1]
+        if n.op == "pow":
+            e = n.args[1]
+            if isinstance(e, Ref) or e not in (1, 2):
+                raise NotCovered("integer pow is not covered by the Triton emitter")
+            return a if e == 1 else f"({a} * {a})"
+        return {"rem": f"_ke_rem({a}, {b})", "floordiv": f"_ke_floordiv({a}, {b})",
+                "truncdiv": f"({a} // {b})", "shl": f"({a} << {b})",
+                "shr": f"({a} >> {b})"}.get(n.op)
+    return None
+
+
+def expr(n: KNode, x: list[str], t: str = "float32") -> str:
     a = x[0] if x else ""
+    if t in INTS and n.kind in ("unary", "binary"):
+        spelled = _int_expr(n, x)
+        if spelled is not None:
+            return spelled
+    if n.kind == "bucketize":
+        return f"_ke_bucketize({a}, {x[1]}, {x[1]}_n, {n.attrs['right']})"
     if n.kind == "unary":
         tanh = "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"
         return {
@@ -43,6 +95,7 @@ def expr(n: KNode, x: list[str]) -> str:
             "gelu": f"(0.5 * {a} * (1.0 + tl.math.erf({a} * 0.7071067811865476)))",
             "gelu_tanh": "(0.5 * {0} * (1.0 + ".format(a) + tanh.format(
                 f"0.7978845608028654 * ({a} + 0.044715 * {a} * {a} * {a})") + "))",
+            "bnot": f"({a} == 0)",
         }[n.op]
     if n.kind == "binary":
         b = x[1]
@@ -53,23 +106,28 @@ def expr(n: KNode, x: list[str]) -> str:
             return {2.0: f"({a} * {a})", 0.5: f"tl.sqrt({a})", 1.0: a, -1.0: f"(1.0 / {a})",
                     3.0: f"({a} * {a} * {a})"}[float(e)]
         ops = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=",
-               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
+               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|",
+               "band": "&", "bor": "|", "bxor": "^"}
         if n.op in ops:
             return f"({a} {ops[n.op]} {b})"
+        if n.op in ("shl", "shr"):
+            raise NotCovered(f"{n.source_op} on {t} is not covered")
         return {"max": f"tl.maximum({a}, {b})", "min": f"tl.minimum({a}, {b})",
                 "rsub": f"({b} - {a})",
-                "leaky_relu": f"tl.where({a} > 0, {a}, {a} * {b})"}[n.op]
+                "leaky_relu": f"tl.where({a} > 0, {a}, {a} * {b})",
+                "rem": f"_ke_rem({a}, {b})", "floordiv": f"tl.floor({a} / {b})",
+                "truncdiv": f"_ke_trunc({a} / {b})"}[n.op]
     if n.kind == "where":
         return f"tl.where({a}, {x[1]}, {x[2]})"
     if n.kind == "clamp":
         out = a
         if n.attrs["lo"] is not None:
-            out = f"tl.maximum({out}, {lit(n.attrs['lo'])})"
+            out = f"tl.maximum({out}, {lit(n.attrs['lo'], t)})"
         if n.attrs["hi"] is not None:
-            out = f"tl.minimum({out}, {lit(n.attrs['hi'])})"
+            out = f"tl.minimum({out}, {lit(n.attrs['hi'], t)})"
         return out
     if n.kind == "cast":
-        return f"({a} != 0)" if n.op == "bool" else f"({a}).to(tl.float32)"
+        return f"({a} != 0)" if n.op == "bool" else f"({a}).to({TL[n.op]})"
     if n.kind == "view":
         return a
     raise NotCovered(f"no Triton spelling for {n.kind} {n.op}")
@@ -82,15 +140,38 @@ class _KernelWriter:
         self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
         self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
 
-    def ref(self, a) -> str:
+    def ref(self, a, dtype: str = "float32") -> str:
         if not isinstance(a, Ref):
-            return lit(a)
+            return lit(a, dtype)
         if a.name in self.inputs:
-            return "x_" + self.inputs[a.name][0]
+            arg, inp = self.inputs[a.name]
+            return arg if inp.layout == "table" else "x_" + arg
         return "v_" + a.name
 
+    def dtype(self, a) -> str:
+        if isinstance(a, bool):
+            return "bool"
+        if not isinstance(a, Ref):
+            return "int" if isinstance(a, int) else "float"
+        if a.name in self.inputs:
+            return self.inputs[a.name][1].dtype
+        return self.nodes[a.name].dtype
+
     def define(self, n: KNode) -> str:
-        return f"v_{n.name} = {expr(n, [self.ref(a) for a in n.args])}"
+        dts = [self.dtype(a) for a in n.args]
+        t = compute_dtype(n, dts)
+        x = []
+        for j, (a, d) in enumerate(zip(n.args, dts)):
+            keep = (n.kind == "where" and j == 0) or (n.kind == "bucketize" and j == 1) or \
+                n.kind in ("cast", "view")
+            v = self.ref(a, t)
+            if isinstance(a, Ref) and not keep and d != t:
+                v = f"{v}.to({TL[t]})"
+            x.append(v)
+        e = expr(n, x, t)
+        if n.dtype in INTS and n.kind not in ("view", "cast"):
+            e = f"({e}).to({TL[n.dtype]})"
+        return f"v_{n.name} = {e}"
 
     def closure(self, targets: list[str]) -> tuple[list[str], list[KNode]]:
         need: set[str] = set()
@@ -120,10 +201,12 @@ class _KernelWriter:
     def write(self) -> str:
         k = self.k
         args = [a for a, _ in self.inputs.values()] + list(self.outputs.values())
+        tables = [f"{a}_n" for a, i in self.inputs.values() if i.layout == "table"]
         if k.flat:
-            args += ["n", "BLOCK: tl.constexpr"]
+            args += ["n", *tables, "BLOCK: tl.constexpr"]
         else:
-            args += ["rows", "cols", "BLOCK_ROWS: tl.constexpr", "BLOCK_COLS: tl.constexpr"]
+            args += ["rows", "cols", *tables, "BLOCK_ROWS: tl.constexpr",
+                     "BLOCK_COLS: tl.constexpr"]
         lines = [f"# {doc_of(k)}", "@triton.jit", f"def {k.name}({', '.join(args)}):"]
         body = self.flat_body() if k.flat else self.row_body()
         return "\n".join(lines + ["    " + b for b in body])
@@ -212,6 +295,9 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     g = p.graph
     writers = [_KernelWriter(k) for k in p.kernels]
     kernels = "\n\n\n".join(w.write() for w in writers)
+    helpers = [name for name in HELPERS if f"{name}(" in kernels]
+    if helpers:
+        kernels = "\n\n\n".join("\n".join(HELPERS[h]) for h in helpers) + "\n\n\n" + kernels
     lines = [f'"""Synthesized Triton candidate (kernelevolve synth) for {_name(problem_path)}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
              *_imports(ref), "import triton", "import triton.language as tl", "",
@@ -248,13 +334,14 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     out.append(f"{k.name}_shape = {dom_in}.shape")
     for o in k.outputs:
         shape = out_shape_expr(k, o, f"{k.name}_shape")
-        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.float32, "
+        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
                    f"device={dom_in}.device)")
+    tables = "".join(f", {n}.numel()" for n, i in zip(names, k.inputs) if i.layout == "table")
     tensors = ", ".join(names + [var(g, o.name, ref) for o in k.outputs])
     out.append(f"if {dom_in}.numel():")
     if k.flat:
         out.append(f"    n = {dom_in}.numel()")
-        out.append(f"    {k.name}[(triton.cdiv(n, BLOCK_ELEMENTS),)]({tensors}, n, "
+        out.append(f"    {k.name}[(triton.cdiv(n, BLOCK_ELEMENTS),)]({tensors}, n{tables}, "
                    "BLOCK=BLOCK_ELEMENTS, num_warps=NUM_WARPS)")
         return out
     out += [f"    cols = {k.name}_shape[-1]", f"    rows = {dom_in}.numel() // cols",
@@ -262,6 +349,6 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
             "    block_rows = max(1, BLOCK_ELEMENTS // block_cols)"]
     grid = ("(triton.cdiv(rows, block_rows),)" if k.has_reduction
             else "(triton.cdiv(rows, block_rows), triton.cdiv(cols, block_cols))")
-    out.append(f"    {k.name}[{grid}]({tensors}, rows, cols,")
+    out.append(f"    {k.name}[{grid}]({tensors}, rows, cols{tables},")
     out.append("        BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols, num_warps=NUM_WARPS)")
     return out

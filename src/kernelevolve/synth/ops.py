@@ -1,7 +1,7 @@
 """The op set the planner fuses: ATen op names mapped to a small normalised vocabulary.
 
 A normalised op is `(kind, name)`: kind is "unary", "binary", "where", "clamp", "cast",
-"reduce" or "view"; the emitters spell each name in C++ and Triton (emit_cpp.py,
+"bucketize", "reduce" or "view"; the emitters spell each name in C++ and Triton (emit_cpp.py,
 emit_triton.py). Anything not listed here stays a torch call.
 """
 from __future__ import annotations
@@ -21,12 +21,20 @@ BINARY = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "max", "minimum": "min",
     "pow": "pow", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "logical_and": "and", "logical_or": "or", "rsub": "rsub", "fmax": "max", "fmin": "min",
+    "remainder": "rem", "floor_divide": "floordiv", "bitwise_and": "band", "bitwise_or": "bor",
+    "bitwise_xor": "bxor", "__lshift__": "shl", "__rshift__": "shr", "bitwise_left_shift": "shl",
+    "bitwise_right_shift": "shr",
 }
+# Integer ops whose second operand must be a constant: a constant divisor cannot be zero or
+# -1 at run time (no trap), and a constant shift stays below the bit width.
+CONST_RHS = {"rem", "floordiv", "truncdiv", "shl", "shr"}
+INT_TYPES = ("int64", "int32")
 REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var": "var"}
 VIEWS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "alias", "clone",
          "expand", "broadcast_in_dim"}
 FLOAT_TYPES = ("float32",)
-ELEMENT_TYPES = ("float32", "bool")
+ELEMENT_TYPES = ("float32", "bool", "int64", "int32")
+BITS = {"int64": 64, "int32": 32}
 
 
 def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | None:
@@ -36,6 +44,12 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     op, args, kw = v.op, v.args, v.attrs.get("kwargs", {})
     if op in UNARY and len(args) == 1:
         return "unary", UNARY[op], args, {}
+    if op == "bitwise_not" and len(args) == 1:
+        return "unary", "bnot", args, {}
+    if op == "bucketize" and len(args) == 2 and isinstance(args[1], Ref):
+        if kw.get("out_int32") or v.dtype != "int64":
+            return None
+        return "bucketize", "bucketize", args, {"right": bool(kw.get("right", False))}
     if op == "gelu":
         approx = kw.get("approximate", args[1] if len(args) > 1 else "none")
         return "unary", "gelu_tanh" if approx == "tanh" else "gelu", args[:1], {}
@@ -45,13 +59,18 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     if op in BINARY and len(args) >= 2:
         a, b = args[0], args[1]
         alpha = kw.get("alpha", args[2] if len(args) > 2 else 1)
-        if op == "div" and kw.get("rounding_mode") not in (None,):
+        name = BINARY[op]
+        if op == "div" and kw.get("rounding_mode") is not None:
+            name = {"floor": "floordiv", "trunc": "truncdiv"}.get(kw["rounding_mode"])
+            if name is None:
+                return None
+        if name in CONST_RHS and v.dtype in INT_TYPES and not _safe_const(name, b, v.dtype):
             return None
         if op in ("add", "sub") and alpha != 1:
             if isinstance(b, Ref):
                 return None
             b = b * alpha
-        return "binary", BINARY[op], (a, b), {}
+        return "binary", name, (a, b), {}
     if op == "where" and len(args) == 3:
         return "where", "where", args, {}
     if op == "clamp":
@@ -71,6 +90,14 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     if op in VIEWS:
         return "view", op, args[:1], {}
     return None
+
+
+def _safe_const(name: str, b: Any, dtype: str) -> bool:
+    if isinstance(b, Ref) or isinstance(b, bool) or not isinstance(b, int):
+        return False
+    if name in ("shl", "shr"):
+        return 0 <= b < BITS[dtype]
+    return b not in (0, -1)
 
 
 def _reduce(v: Value, op: str, args: tuple, kw: dict) -> tuple | None:
@@ -93,11 +120,12 @@ def _reduce(v: Value, op: str, args: tuple, kw: dict) -> tuple | None:
 
 def describe_not_fusable(v: Value) -> str:
     if v.dtype not in ELEMENT_TYPES:
-        return f"{v.op} ({v.dtype} result; only float32 is fused)"
+        return f"{v.op} ({v.dtype} result; float32, int64, int32 and bool are fused)"
     return v.op
 
 
 def check_supported_graph(values: dict[str, Value]) -> None:
     for v in values.values():
         if v.op in ("input", "param") and v.dtype not in ELEMENT_TYPES:
-            raise NotCovered(f"{v.op} {v.name} has dtype {v.dtype}; only float32 is covered")
+            raise NotCovered(f"{v.op} {v.name} has dtype {v.dtype}; float32, int64, int32 "
+                             "and bool are covered")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelevolve.synth.capture import Capture, Graph, NotCovered, Ref, Value
-from kernelevolve.synth.ops import normalise
+from kernelevolve.synth.ops import ELEMENT_TYPES, normalise
 
 ORDER = {"scalar": 0, "row": 1, "col": 1, "full": 2}
 
@@ -55,6 +55,7 @@ class KOutput:
     name: str
     layout: str                # full or row
     shape: tuple[int, ...]     # case-0 shape (the emitter uses the live tensors' shapes)
+    dtype: str = "float32"
 
 
 @dataclass
@@ -75,7 +76,8 @@ class Kernel:
     @property
     def flat(self) -> bool:
         """Pure elementwise with no per-column or per-row operand: index the data flat."""
-        return self.levels == 0 and all(i.layout in ("full", "scalar") for i in self.inputs)
+        return self.levels == 0 and all(i.layout in ("full", "scalar", "table")
+                                        for i in self.inputs)
 
 
 @dataclass
@@ -238,27 +240,41 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
     inputs: list[KInput] = []
     nodes: list[KNode] = []
 
-    def operand(a):
+    def operand(a, table: bool = False):
         if not isinstance(a, Ref):
             return
-        if a.name in inside or a.name in layout:
+        if a.name in inside:
+            if table:
+                raise NotCovered(f"bucketize boundaries {a.name} are computed in the kernel")
+            return
+        if a.name in layout:
+            if table != (layout[a.name] == "table"):
+                raise NotCovered(f"{a.name} is read both as bucketize boundaries and as data")
             return
         v = g.values[a.name]
-        lay = _layout_of_shape(v.shape, domain)
+        if table:
+            if len(v.shape) != 1:
+                raise NotCovered(f"bucketize boundaries {a.name} have shape {v.shape}; only 1-D "
+                                 "boundaries are covered")
+            lay = "table"
+        else:
+            lay = _layout_of_shape(v.shape, domain)
         if lay is None:
             raise NotCovered(f"{v.name} of shape {v.shape} does not broadcast as a row, a column "
                              f"or a scalar over the kernel domain {domain}")
-        if v.dtype != "float32":
-            raise NotCovered(f"kernel input {v.name} has dtype {v.dtype}; only float32 is covered")
+        if v.dtype not in ELEMENT_TYPES:
+            raise NotCovered(f"kernel input {v.name} has dtype {v.dtype}; float32, int64, int32 "
+                             "and bool are covered")
         layout[a.name], level[a.name] = lay, 0
         inputs.append(KInput(a.name, lay, v.dtype))
 
     for n in names:
         v = g.values[n]
         kind, op, args, attrs = norm[n]
-        for a in args:
-            operand(a)
-        refs = [a.name for a in args if isinstance(a, Ref)]
+        for j, a in enumerate(args):
+            operand(a, table=kind == "bucketize" and j == 1)
+        refs = [a.name for a in (args[:1] if kind == "bucketize" else args)
+                if isinstance(a, Ref)]
         lays = [layout[r] for r in refs]
         lvl = max([level[r] for r in refs] or [0])
         if kind == "reduce":
@@ -299,14 +315,17 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
     for n in names:
         if any(u not in inside for u in users[n]):
             v = g.values[n]
-            if v.dtype != "float32":
-                raise NotCovered(f"kernel output {n} has dtype {v.dtype}; only float32 is covered")
+            if v.dtype not in ELEMENT_TYPES or (v.dtype != "float32" and layout[n] != "full"):
+                raise NotCovered(f"kernel output {n} has dtype {v.dtype}; float32 outputs and "
+                                 "full-size int64, int32 and bool outputs are covered")
             if layout[n] not in ("full", "row"):
                 raise NotCovered(f"kernel output {n} is a per-column or scalar value")
-            outputs.append(KOutput(n, layout[n], v.shape))
+            outputs.append(KOutput(n, layout[n], v.shape, v.dtype))
     domain_of = next((i.name for i in inputs if i.layout == "full"), None)
     if domain_of is None:
         raise NotCovered(f"kernel {kname} reads no full-size tensor")
+    if any(kn.dtype in ("int64", "int32") for kn in nodes if kn.level > 0):
+        raise NotCovered("integer values computed after a row reduction are not covered yet")
     levels = max((kn.level for kn in nodes if kn.kind == "reduce"), default=0)
     return Kernel(kname, nodes, inputs, outputs, domain, domain_of, levels)
 
