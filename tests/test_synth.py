@@ -27,6 +27,8 @@ CPP_PROBLEMS = {
     "mid_mean": PROBLEMS / "synth_mid_mean.py",
     "mid_amax_sum_keepdim": PROBLEMS / "synth_mid_amax.py",
     "int_ops": PROBLEMS / "synth_int_ops.py",
+    "embedding_rmsnorm": PROBLEMS / "synth_embedding_ln.py",
+    "embedding_bag_sum": PROBLEMS / "synth_embedding_bag.py",
 }
 # The interpreter is slow: Triton drafts are checked on the examples and two small fusions.
 TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm",
@@ -169,3 +171,31 @@ def test_integer_division_by_a_tensor_stays_in_torch():
                            {"kwargs": {}})) is None
     assert normalise(Value("r", "remainder", (Ref("a"), 7), (8,), "int64",
                            {"kwargs": {}}))[1] == "rem"
+
+
+def test_embedding_lookup_fuses_and_raises_on_a_bad_index(tmp_path, monkeypatch):
+    """The lookup is read through the table row by index; an out-of-range index raises
+    IndexError as torch's embedding does, instead of reading outside the table."""
+    import importlib.util
+
+    import torch
+
+    problem = PROBLEMS / "synth_embedding_bag.py"
+    text = explain_problem(str(problem))
+    assert "fuses embedding, sum, add, relu" in text and "[gtable]" in text
+    monkeypatch.setenv("KERNELEVOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    source, _ = synthesize(str(problem), "cpp")
+    path = tmp_path / "bag_cpp.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("bag_cpp", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(0)
+    model = mod.ModelNew(50, 8)
+    bags = torch.randint(0, 50, (4, 3))
+    expect = torch.relu(model.table(bags).sum(dim=1) + model.bias)
+    assert torch.allclose(model(bags), expect, atol=1e-5)
+    for bad in (50, -1):
+        bags[2, 1] = bad
+        with pytest.raises(IndexError):
+            model(bags)

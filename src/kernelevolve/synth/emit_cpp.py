@@ -107,6 +107,8 @@ def expr(n: KNode, x: list[str], uniform_divisor: bool = False, t: str = "float3
             return spelled
     if n.kind == "bucketize":
         return f"ke_bucketize({a}, {x[1]}, {x[1]}_n, {lit(n.attrs['right'])})"
+    if n.kind == "gather":
+        raise NotCovered("an embedding lookup is read through its row pointer")
     if n.kind == "unary":
         return {
             "abs": f"std::fabs({a})", "neg": f"(-{a})", "exp": f"KE_EXP({a})",
@@ -174,6 +176,8 @@ class _KernelWriter:
         self.nodes = {n.name: n for n in k.nodes}
         self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
         self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
+        self.gathers = [n for n in k.nodes if n.kind == "gather"]
+        self.col = "c"             # the column index inside the current loop (gathers)
 
     def ref(self, a, idx: str, dtype: str = "float32") -> str:
         if not isinstance(a, Ref):
@@ -181,7 +185,8 @@ class _KernelWriter:
         if a.name in self.inputs:
             arg, inp = self.inputs[a.name]
             return {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[r]",
-                    "scalar": f"{arg}[0]", "table": arg}[inp.layout]
+                    "scalar": f"{arg}[0]", "table": arg, "gtable": arg,
+                    "index": f"{arg}[o * nred + f]"}[inp.layout]
         return "v_" + a.name
 
     def dtype(self, a) -> str:
@@ -201,6 +206,8 @@ class _KernelWriter:
         return self.nodes[a.name].layout
 
     def define(self, n: KNode, idx: str) -> str:
+        if n.kind == "gather":
+            return f"const float v_{n.name} = gp_{n.name}[{self.col}];"
         dts = [self.dtype(a) for a in n.args]
         t = compute_dtype(n, dts)
         x = []
@@ -246,8 +253,12 @@ class _KernelWriter:
             args += ["int64_t outer", "int64_t nred", "int64_t inner"]
         else:
             args += ["int64_t n"] if self.k.flat else ["int64_t rows", "int64_t cols"]
-        # bucketize boundary tables: their lengths come last
-        args += [f"int64_t {arg}_n" for arg, inp in self.inputs.values() if inp.layout == "table"]
+        # bucketize boundaries and embedding tables: their lengths come last, then the flag
+        # an embedding lookup raises when an index is out of range
+        args += [f"int64_t {arg}_n" for arg, inp in self.inputs.values()
+                 if inp.layout in ("table", "gtable")]
+        if self.gathers:
+            args.append("int32_t* bad_index")
         return f'extern "C" void {self.k.name}({", ".join(args)})'
 
     def write(self) -> str:
@@ -258,6 +269,22 @@ class _KernelWriter:
             lines += self.flat_body() if self.k.flat else self.row_body()
         lines.append("}")
         return "\n".join(lines)
+
+    def gather_rows(self, ind: str, index: str, width: str, offset: str = "") -> list[str]:
+        """Each embedding lookup's table row for this row: an out-of-range index raises the
+        flag (forward raises IndexError, as torch does) and reads row 0 instead."""
+        out = []
+        for n in self.gathers:
+            table, idx = (self.inputs[a.name][0] for a in n.args)
+            table = table.removesuffix("_r")
+            out += [f"{ind}int64_t g_{n.name} = (int64_t){self.ref(n.args[1], index)};",
+                    f"{ind}if (g_{n.name} < 0 || g_{n.name} >= {table}_n) {{",
+                    f"{ind}    #pragma omp atomic write",
+                    f"{ind}    bad_index[0] = 1;",
+                    f"{ind}    g_{n.name} = 0;",
+                    f"{ind}}}",
+                    f"{ind}const float* gp_{n.name} = {table} + g_{n.name} * {width}{offset};"]
+        return out
 
     def parallel_if(self, size: str) -> str:
         # Waking the OpenMP team costs tens of microseconds on a busy machine: a kernel runs
@@ -297,10 +324,12 @@ class _KernelWriter:
                     f"{n.op} of {n.args[0].name}" for n in reds),
                 "        for (int64_t f = 0; f < nred; ++f) {",
                 "            const int64_t base = (o * nred + f) * inner + c0;",
+                *self.gather_rows("            ", "", "inner", " + c0"),
                 "            #pragma omp simd",
                 "            for (int64_t j = 0; j < w; ++j) {",
                 f"{ind}    const int64_t c = c0 + j;",
                 f"{ind}    (void)c;"]
+        self.col = "j"
         for n in k.nodes:
             if n.layout != "mid":
                 out.append(f"{ind}    " + self.define(n, "base + j"))
@@ -384,6 +413,7 @@ class _KernelWriter:
             out.append(f"{ind}float* buf_{name} = scratch + {j} * cols;")
         self.inputs = {n: ((f"{a}_r" if i.layout == "full" else a), i)
                        for n, (a, i) in self.inputs.items()}
+        out += self.gather_rows(ind, "c", "cols")
         out += [ind + self.define(n, "c") for n in k.nodes
                 if n.layout in ("row", "scalar") and n.level == 0 and n.kind != "reduce"]
         first = [n for n in k.nodes if n.kind == "reduce" and n.level == 1]
@@ -508,9 +538,10 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     for w in kernels:
         ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
         ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
-        ints += sum(1 for i in w.k.inputs if i.layout == "table")
+        ints += sum(1 for i in w.k.inputs if i.layout in ("table", "gtable"))
+        flag = " + [ctypes.c_void_p]" if w.gathers else ""
         lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
-                     f"[ctypes.c_int64] * {ints}")
+                     f"[ctypes.c_int64] * {ints}{flag}")
         lines.append(f"_lib.{w.k.name}.restype = None")
     lines += ["", "", "class ModelNew(nn.Module):" if "nn" in " ".join(_imports(ref))
               else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
@@ -533,32 +564,44 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
         src = var(g, i.name, ref)
         out.append(f"{k.name}_in{j} = {src}.contiguous()")
         names.append(f"{k.name}_in{j}")
-    dom = f"{k.name}_in{[i.name for i in k.inputs].index(k.domain_of)}.shape"
-    out.append(f"{k.name}_shape = {dom}")
+    named = dict(zip([i.name for i in k.inputs], names))
+    out.append(f"{k.name}_shape = {domain_shape_expr(k, named)}")
     for o in k.outputs:
         shape = out_shape_expr(k, o, f"{k.name}_shape")
         out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
                    f"device={names[0]}.device)")
     outs = [var(g, o.name, ref) for o in k.outputs]
-    ptrs = ", ".join(f"ptr({n})" for n in names + outs)
-    tables = "".join(f", {n}.numel()" for n, i in zip(names, k.inputs) if i.layout == "table")
+    args = [f"ptr({n})" for n in names + outs]
+    numel = f"{k.name}_shape.numel()"
     if k.mid_dim is not None:
         d = k.mid_dim
-        di = [i.name for i in k.inputs].index(k.domain_of)
-        out.append(f"if {k.name}_in{di}.numel():")
-        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_shape[:{d}].numel(), "
-                   f"{k.name}_shape[{d}], {k.name}_shape[{d + 1}:].numel(){tables})")
+        args += [f"{k.name}_shape[:{d}].numel()", f"{k.name}_shape[{d}]",
+                 f"{k.name}_shape[{d + 1}:].numel()"]
     elif k.flat:
-        out.append(f"if {names[[i.name for i in k.inputs].index(k.domain_of)]}.numel():")
-        di = [i.name for i in k.inputs].index(k.domain_of)
-        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{di}.numel(){tables})")
+        args.append(numel)
     else:
         out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")
-        di = [i.name for i in k.inputs].index(k.domain_of)
-        out.append(f"if {k.name}_in{di}.numel():")
-        out.append(f"    _lib.{k.name}({ptrs}, {k.name}_in{di}.numel() // {k.name}_cols, "
-                   f"{k.name}_cols{tables})")
+        args += [f"{numel} // {k.name}_cols", f"{k.name}_cols"]
+    args += [f"{n}.numel()" if i.layout == "table" else f"{n}.shape[0]"
+             for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable")]
+    gathers = any(n.kind == "gather" for n in k.nodes)
+    if gathers:
+        out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32)")
+        args.append(f"ptr({k.name}_bad)")
+    out.append(f"if {numel}:")
+    out.append(f"    _lib.{k.name}({', '.join(args)})")
+    if gathers:
+        out.append(f"if {k.name}_bad.item():")
+        out.append('    raise IndexError("index out of range in self")')
     return out
+
+
+def domain_shape_expr(k: Kernel, named: dict[str, str]) -> str:
+    """The run-time domain shape: a full-size input's shape, or an embedding lookup's."""
+    if k.lookup is None:
+        return f"{named[k.domain_of]}.shape"
+    idx, table = k.lookup
+    return f"torch.Size(tuple({named[idx]}.shape) + ({named[table]}.shape[1],))"
 
 
 def _imports(ref: Reference) -> list[str]:

@@ -1,7 +1,7 @@
 """The op set the planner fuses: ATen op names mapped to a small normalised vocabulary.
 
 A normalised op is `(kind, name)`: kind is "unary", "binary", "where", "clamp", "cast",
-"bucketize", "reduce" or "view"; the emitters spell each name in C++ and Triton (emit_cpp.py,
+"bucketize", "gather" (an embedding lookup), "reduce" or "view"; the emitters spell each name in C++ and Triton (emit_cpp.py,
 emit_triton.py). Anything not listed here stays a torch call.
 """
 from __future__ import annotations
@@ -56,6 +56,9 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     if op == "leaky_relu":
         slope = args[1] if len(args) > 1 else 0.01
         return "binary", "leaky_relu", (args[0], float(slope)), {}
+    if op == "embedding" and len(args) >= 2 and all(isinstance(a, Ref) for a in args[:2]):
+        # padding_idx / scale_grad_by_freq / sparse change only the backward pass
+        return "gather", "embedding", args[:2], {}
     if op in BINARY and len(args) >= 2:
         a, b = args[0], args[1]
         alpha = kw.get("alpha", args[2] if len(args) > 2 else 1)

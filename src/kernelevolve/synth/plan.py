@@ -68,6 +68,9 @@ class Kernel:
     domain_of: str             # a value whose shape is the domain at run time (input or output)
     levels: int                # number of reduction passes
     mid_dim: int | None = None  # a mid reduction kernel: the reduced (non-last) dim
+    # With no full-size input, an embedding lookup gives the domain: (indices, table) names,
+    # domain = indices.shape + (table.shape[1],) (domain_of is then the indices).
+    lookup: tuple[str, str] | None = None
 
     @property
     def has_reduction(self) -> bool:
@@ -214,6 +217,35 @@ def _layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...]) -> str | N
     return None
 
 
+def _role(kind: str, j: int) -> str | None:
+    """Operands read as something other than data: bucketize's boundaries, an embedding
+    lookup's table and indices."""
+    if kind == "bucketize" and j == 1:
+        return "boundaries"
+    if kind == "gather":
+        return ("embedding table", "embedding indices")[j]
+    return None
+
+
+def _role_layout(v: Value, role: str, domain: tuple[int, ...]) -> str:
+    """Layouts of role operands: "table" (1-D boundaries), "gtable" (an embedding table
+    (num, D)), "row" (the indices: one per row of the (..., D) lookup)."""
+    if role == "boundaries":
+        if len(v.shape) != 1:
+            raise NotCovered(f"bucketize boundaries {v.name} have shape {v.shape}; only 1-D "
+                             "boundaries are covered")
+        return "table"
+    if role == "embedding table":
+        if len(v.shape) != 2 or v.shape[1] != domain[-1] or v.dtype != "float32":
+            raise NotCovered(f"embedding table {v.name} ({v.dtype}, shape {v.shape}) is not a "
+                             f"float32 (num, {domain[-1]}) table")
+        return "gtable"
+    if v.dtype not in ("int64", "int32") or _strip(v.shape) != _strip(domain[:-1]):
+        raise NotCovered(f"embedding indices {v.name} ({v.dtype}, shape {v.shape}) do not index "
+                         f"the rows of the lookup {domain}")
+    return "row"
+
+
 def _row_shape_ok(shape, domain) -> bool:
     """A row value that broadcasts against a full one must keep the reduced dim as 1."""
     return bool(shape) and shape[-1] == 1 and len(shape) <= len(domain)
@@ -240,25 +272,20 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
     inputs: list[KInput] = []
     nodes: list[KNode] = []
 
-    def operand(a, table: bool = False):
+    def operand(a, role: str | None = None):
         if not isinstance(a, Ref):
             return
         if a.name in inside:
-            if table:
-                raise NotCovered(f"bucketize boundaries {a.name} are computed in the kernel")
+            if role:
+                raise NotCovered(f"{a.name} ({role}) is computed in the kernel")
             return
         if a.name in layout:
-            if table != (layout[a.name] == "table"):
-                raise NotCovered(f"{a.name} is read both as bucketize boundaries and as data")
+            if (role or "data") != roles.get(a.name, "data"):
+                raise NotCovered(f"{a.name} is read both as {role or 'data'} and as "
+                                 f"{roles.get(a.name, 'data')}")
             return
         v = g.values[a.name]
-        if table:
-            if len(v.shape) != 1:
-                raise NotCovered(f"bucketize boundaries {a.name} have shape {v.shape}; only 1-D "
-                                 "boundaries are covered")
-            lay = "table"
-        else:
-            lay = _layout_of_shape(v.shape, domain)
+        lay = _role_layout(v, role, domain) if role else _layout_of_shape(v.shape, domain)
         if lay is None:
             raise NotCovered(f"{v.name} of shape {v.shape} does not broadcast as a row, a column "
                              f"or a scalar over the kernel domain {domain}")
@@ -266,15 +293,18 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
             raise NotCovered(f"kernel input {v.name} has dtype {v.dtype}; float32, int64, int32 "
                              "and bool are covered")
         layout[a.name], level[a.name] = lay, 0
+        if role:
+            roles[a.name] = role
         inputs.append(KInput(a.name, lay, v.dtype))
 
+    roles: dict[str, str] = {}
     for n in names:
         v = g.values[n]
         kind, op, args, attrs = norm[n]
         for j, a in enumerate(args):
-            operand(a, table=kind == "bucketize" and j == 1)
-        refs = [a.name for a in (args[:1] if kind == "bucketize" else args)
-                if isinstance(a, Ref)]
+            operand(a, _role(kind, j))
+        refs = [a.name for a in (args[:1] if kind == "bucketize" else
+                                 () if kind == "gather" else args) if isinstance(a, Ref)]
         lays = [layout[r] for r in refs]
         lvl = max([level[r] for r in refs] or [0])
         if kind == "reduce":
@@ -283,6 +313,11 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
                 raise NotCovered(f"{v.op} over dim {attrs['dim']} of {src.shape}: only reductions "
                                  "over the last dim are covered yet")
             lay, lvl = "row", lvl + 1
+        elif kind == "gather":
+            lay = "full"
+            if _strip(v.shape) != _strip(domain):
+                raise NotCovered(f"embedding lookup of shape {v.shape} is not the kernel domain "
+                                 f"{domain}")
         elif kind == "view":
             lay = lays[0]
             if lay == "full" and _strip(v.shape) != _strip(domain):
@@ -321,13 +356,11 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
             if layout[n] not in ("full", "row"):
                 raise NotCovered(f"kernel output {n} is a per-column or scalar value")
             outputs.append(KOutput(n, layout[n], v.shape, v.dtype))
-    domain_of = next((i.name for i in inputs if i.layout == "full"), None)
-    if domain_of is None:
-        raise NotCovered(f"kernel {kname} reads no full-size tensor")
+    domain_of, lookup = _domain_source(inputs, nodes, kname)
     if any(kn.dtype in ("int64", "int32") for kn in nodes if kn.level > 0):
         raise NotCovered("integer values computed after a row reduction are not covered yet")
     levels = max((kn.level for kn in nodes if kn.kind == "reduce"), default=0)
-    return Kernel(kname, nodes, inputs, outputs, domain, domain_of, levels)
+    return Kernel(kname, nodes, inputs, outputs, domain, domain_of, levels, lookup=lookup)
 
 
 def _build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Kernel:
@@ -356,10 +389,19 @@ def _build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Ke
     for n in names:
         v = g.values[n]
         kind, op, args, attrs = norm[n]
-        for a in args:
+        for j, a in enumerate(args):
             if not isinstance(a, Ref) or a.name in inside or a.name in layout:
                 continue
             av = g.values[a.name]
+            role = _role(kind, j)
+            if role:
+                if role == "boundaries" or dim != len(domain) - 2:
+                    raise NotCovered(f"{v.op} inside a middle-dim reduction over dim {dim} of "
+                                     f"{domain} is not covered")
+                layout[a.name] = "gtable" if j == 0 else "index"
+                _role_layout(av, role, domain)
+                inputs.append(KInput(a.name, layout[a.name], av.dtype))
+                continue
             if math.prod(av.shape) == 1:
                 lay = "scalar"
             elif tuple(av.shape) == domain:
@@ -375,6 +417,11 @@ def _build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Ke
             layout[a.name] = lay
             inputs.append(KInput(a.name, lay, av.dtype))
         lays = {layout[a.name] for a in args if isinstance(a, Ref)}
+        if kind == "gather":
+            if tuple(v.shape) != domain:
+                raise NotCovered(f"embedding lookup of shape {v.shape} is not the reduction "
+                                 f"domain {domain}")
+            lays = {"full"}
         if n in reds:
             if layout[args[0].name] != "full":
                 raise NotCovered(f"{v.op} reduces a value that is not full-size")
@@ -411,10 +458,22 @@ def _build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Ke
             if tuple(v.shape) not in (keep, drop) or len(v.shape) not in (nd, nd - 1):
                 raise NotCovered(f"kernel output {n} has shape {v.shape}")
             outputs.append(KOutput(n, "mid", v.shape))
-    domain_of = next((i.name for i in inputs if i.layout == "full"), None)
-    if domain_of is None:
+    domain_of, lookup = _domain_source(inputs, nodes, kname)
+    return Kernel(kname, nodes, inputs, outputs, domain, domain_of, 1, mid_dim=dim,
+                  lookup=lookup)
+
+
+def _domain_source(inputs: list[KInput], nodes: list[KNode], kname: str):
+    """The input whose run-time shape gives the kernel's domain (a full-size one), or an
+    embedding lookup's (indices, table) pair."""
+    full = next((i.name for i in inputs if i.layout == "full"), None)
+    if full is not None:
+        return full, None
+    gather = next((n for n in nodes if n.kind == "gather"), None)
+    if gather is None:
         raise NotCovered(f"kernel {kname} reads no full-size tensor")
-    return Kernel(kname, nodes, inputs, outputs, domain, domain_of, 1, mid_dim=dim)
+    table, indices = gather.args[0].name, gather.args[1].name
+    return indices, (indices, table)
 
 
 # ---- explain ------------------------------------------------------------------------------
