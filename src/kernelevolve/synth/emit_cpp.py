@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from kernelevolve.synth.capture import NotCovered, Ref
 from kernelevolve.synth.cpp_prelude import PRELUDE
-from kernelevolve.synth.module import (Reference, doc_of, forward_epilogue, forward_prologue,
-                                       out_shape_expr, torch_step, var)
+from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
+                                       forward_prologue, out_shape_expr, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, Plan
 
 CTYPE = {"float32": "float", "bool": "bool", "int64": "int64_t", "int32": "int32_t"}
@@ -594,14 +594,6 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
         out.append(f"if {k.name}_bad.item():")
         out.append('    raise IndexError("index out of range in self")')
     return out
-
-
-def domain_shape_expr(k: Kernel, named: dict[str, str]) -> str:
-    """The run-time domain shape: a full-size input's shape, or an embedding lookup's."""
-    if k.lookup is None:
-        return f"{named[k.domain_of]}.shape"
-    idx, table = k.lookup
-    return f"torch.Size(tuple({named[idx]}.shape) + ({named[table]}.shape[1],))"
 
 
 def _imports(ref: Reference) -> list[str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kernelevolve.synth.capture import NotCovered, Ref
 from kernelevolve.synth.emit_cpp import INTS, _ident, _imports, _name, compute_dtype
-from kernelevolve.synth.module import (Reference, doc_of, forward_epilogue, forward_prologue,
-                                       out_shape_expr, torch_step, var)
+from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
+                                       forward_prologue, out_shape_expr, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, Plan
 
 
@@ -139,13 +139,15 @@ class _KernelWriter:
         self.nodes = {n.name: n for n in k.nodes}
         self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
         self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
+        self.gathers = [n for n in k.nodes if n.kind == "gather"]
+        self.width, self.cols = "cols", "cols_idx[None, :]"   # a gathered row's columns
 
     def ref(self, a, dtype: str = "float32") -> str:
         if not isinstance(a, Ref):
             return lit(a, dtype)
         if a.name in self.inputs:
             arg, inp = self.inputs[a.name]
-            return arg if inp.layout == "table" else "x_" + arg
+            return arg if inp.layout in ("table", "gtable") else "x_" + arg
         return "v_" + a.name
 
     def dtype(self, a) -> str:
@@ -158,6 +160,10 @@ class _KernelWriter:
         return self.nodes[a.name].dtype
 
     def define(self, n: KNode) -> str:
+        if n.kind == "gather":
+            table = self.inputs[n.args[0].name][0]
+            return (f"v_{n.name} = tl.load({table} + g_{n.name} * {self.width} + {self.cols}, "
+                    "mask=mask, other=0.0)")
         dts = [self.dtype(a) for a in n.args]
         t = compute_dtype(n, dts)
         x = []
@@ -201,14 +207,18 @@ class _KernelWriter:
     def write(self) -> str:
         k = self.k
         args = [a for a, _ in self.inputs.values()] + list(self.outputs.values())
-        tables = [f"{a}_n" for a, i in self.inputs.values() if i.layout == "table"]
+        tables = [f"{a}_n" for a, i in self.inputs.values() if i.layout in ("table", "gtable")]
+        tables += ["bad_index"] if self.gathers else []
         if k.flat:
             args += ["n", *tables, "BLOCK: tl.constexpr"]
+        elif k.mid_dim is not None:
+            args += ["outer", "nred", "inner", *tables, "BLOCK: tl.constexpr"]
         else:
             args += ["rows", "cols", *tables, "BLOCK_ROWS: tl.constexpr",
                      "BLOCK_COLS: tl.constexpr"]
         lines = [f"# {doc_of(k)}", "@triton.jit", f"def {k.name}({', '.join(args)}):"]
-        body = self.flat_body() if k.flat else self.row_body()
+        body = (self.mid_body() if k.mid_dim is not None else
+                self.flat_body() if k.flat else self.row_body())
         return "\n".join(lines + ["    " + b for b in body])
 
     def pre_rows(self) -> list[str]:
@@ -218,6 +228,59 @@ class _KernelWriter:
                 out.append(f"x_{arg} = tl.load({arg})")
             elif inp.layout == "row" and not self.k.flat:
                 out.append(f"x_{arg} = tl.load({arg} + row_idx, mask=row_ok, other=0.0)[:, None]")
+        return out + self.gather_rows("x_", "row_ok[:, None]")
+
+    def gather_rows(self, prefix: str, ok: str) -> list[str]:
+        """Each lookup's table row index; an out-of-range index sets the flag (forward raises
+        IndexError, as torch does) and reads row 0 instead."""
+        out = []
+        for n in self.gathers:
+            table, idx = (self.inputs[a.name][0] for a in n.args)
+            g = f"{prefix}{idx}"
+            out += [f"bad_{n.name} = {ok} & (({g} < 0) | ({g} >= {table}_n))",
+                    f"tl.store(bad_index + 0 * {g}, 1, mask=bad_{n.name})",
+                    f"g_{n.name} = tl.where(bad_{n.name}, 0, {g}).to(tl.int64)"]
+        return out
+
+    def mid_body(self) -> list[str]:
+        """Reduction over a middle dim: program (o, block) owns BLOCK inner positions of outer
+        index o and walks the reduced dim, accumulating a BLOCK-wide vector; then the epilogue
+        and one store."""
+        k = self.k
+        self.width, self.cols = "inner", "cols_idx"
+        reds = [n for n in k.nodes if n.kind == "reduce"]
+        init = {"max": 'float("-inf")', "min": 'float("inf")'}
+        out = ["o = tl.program_id(0)",
+               "cols_idx = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)",
+               "col_ok = cols_idx < inner", "mask = col_ok"]
+        for arg, inp in self.inputs.values():
+            if inp.layout == "scalar":
+                out.append(f"x_{arg} = tl.load({arg})")
+            elif inp.layout == "col":
+                out.append(f"x_{arg} = tl.load({arg} + cols_idx, mask=col_ok, other=0.0)")
+        out += [self.define(n) for n in k.nodes if n.layout in ("col", "scalar")]
+        out += [f"acc_{n.name} = tl.full((BLOCK,), {init.get(n.op, '0.0')}, tl.float32)"
+                for n in reds]
+        inner = ["offs = (o * nred + f) * inner + cols_idx"]
+        for arg, inp in self.inputs.values():
+            if inp.layout == "full":
+                inner.append(f"x_{arg} = tl.load({arg} + offs, mask=mask, other=0.0)")
+            elif inp.layout == "index":
+                inner.append(f"x_{arg} = tl.load({arg} + o * nred + f)")
+        inner += self.gather_rows("x_", "True")
+        inner += [self.define(n) for n in k.nodes if n.layout == "full"]
+        for n in reds:
+            v = f"tl.where(mask, {self.ref(n.args[0])}, {init.get(n.op, '0.0')})"
+            inner.append({"max": f"acc_{n.name} = tl.maximum(acc_{n.name}, {v})",
+                          "min": f"acc_{n.name} = tl.minimum(acc_{n.name}, {v})"}.get(
+                              n.op, f"acc_{n.name} += {v}"))
+        out.append("for f in range(0, nred):")
+        out += ["    " + line for line in inner]
+        for n in reds:
+            out.append(f"v_{n.name} = acc_{n.name}" + (" / nred" if n.op == "mean" else ""))
+        out += [self.define(n) for n in k.nodes if n.layout == "mid" and n.kind != "reduce"]
+        out += [f"tl.store({o} + o * inner + cols_idx, v_{n}, mask=col_ok)"
+                for n, o in self.outputs.items()]
         return out
 
     def flat_body(self) -> list[str]:
@@ -289,8 +352,6 @@ class _KernelWriter:
 
 
 def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
-    if any(k.mid_dim is not None for k in p.kernels):
-        raise NotCovered("middle-dim reductions are not covered by the Triton emitter yet")
     ref = Reference(problem_path)
     g = p.graph
     writers = [_KernelWriter(k) for k in p.kernels]
@@ -330,25 +391,39 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     for j, i in enumerate(k.inputs):
         out.append(f"{k.name}_in{j} = {var(g, i.name, ref)}.contiguous()")
         names.append(f"{k.name}_in{j}")
-    dom_in = names[[i.name for i in k.inputs].index(k.domain_of)]
-    out.append(f"{k.name}_shape = {dom_in}.shape")
+    named = dict(zip([i.name for i in k.inputs], names))
+    shape = f"{k.name}_shape"
+    out.append(f"{shape} = {domain_shape_expr(k, named)}")
     for o in k.outputs:
-        shape = out_shape_expr(k, o, f"{k.name}_shape")
-        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
-                   f"device={dom_in}.device)")
-    tables = "".join(f", {n}.numel()" for n, i in zip(names, k.inputs) if i.layout == "table")
+        out.append(f"{var(g, o.name, ref)} = torch.empty({out_shape_expr(k, o, shape)}, "
+                   f"dtype=torch.{o.dtype}, device={names[0]}.device)")
+    tables = "".join(f", {n}.numel()" if i.layout == "table" else f", {n}.shape[0]"
+                     for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable"))
+    gathers = any(n.kind == "gather" for n in k.nodes)
+    if gathers:
+        out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32, device={names[0]}.device)")
+        tables += f", {k.name}_bad"
     tensors = ", ".join(names + [var(g, o.name, ref) for o in k.outputs])
-    out.append(f"if {dom_in}.numel():")
-    if k.flat:
-        out.append(f"    n = {dom_in}.numel()")
+    out.append(f"if {shape}.numel():")
+    if k.mid_dim is not None:
+        d = k.mid_dim
+        out += [f"    outer, nred = {shape}[:{d}].numel(), {shape}[{d}]",
+                f"    inner = {shape}[{d + 1}:].numel()",
+                "    block = min(triton.next_power_of_2(inner), MAX_BLOCK_COLS)",
+                f"    {k.name}[(outer, triton.cdiv(inner, block))]({tensors}, outer, nred, "
+                f"inner{tables},", "        BLOCK=block, num_warps=NUM_WARPS)"]
+    elif k.flat:
+        out.append(f"    n = {shape}.numel()")
         out.append(f"    {k.name}[(triton.cdiv(n, BLOCK_ELEMENTS),)]({tensors}, n{tables}, "
                    "BLOCK=BLOCK_ELEMENTS, num_warps=NUM_WARPS)")
-        return out
-    out += [f"    cols = {k.name}_shape[-1]", f"    rows = {dom_in}.numel() // cols",
-            "    block_cols = min(triton.next_power_of_2(cols), MAX_BLOCK_COLS)",
-            "    block_rows = max(1, BLOCK_ELEMENTS // block_cols)"]
-    grid = ("(triton.cdiv(rows, block_rows),)" if k.has_reduction
-            else "(triton.cdiv(rows, block_rows), triton.cdiv(cols, block_cols))")
-    out.append(f"    {k.name}[{grid}]({tensors}, rows, cols{tables},")
-    out.append("        BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols, num_warps=NUM_WARPS)")
+    else:
+        out += [f"    cols = {shape}[-1]", f"    rows = {shape}.numel() // cols",
+                "    block_cols = min(triton.next_power_of_2(cols), MAX_BLOCK_COLS)",
+                "    block_rows = max(1, BLOCK_ELEMENTS // block_cols)"]
+        grid = ("(triton.cdiv(rows, block_rows),)" if k.has_reduction
+                else "(triton.cdiv(rows, block_rows), triton.cdiv(cols, block_cols))")
+        out.append(f"    {k.name}[{grid}]({tensors}, rows, cols{tables},")
+        out.append("        BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols, num_warps=NUM_WARPS)")
+    if gathers:
+        out += [f"if {k.name}_bad.item():", '    raise IndexError("index out of range in self")']
     return out

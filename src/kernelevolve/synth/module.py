@@ -137,6 +137,14 @@ def out_shape_expr(k: Kernel, out, dom: str) -> str:
     raise NotCovered(f"row output {out.name} has shape {out.shape}")
 
 
+def domain_shape_expr(k: Kernel, named: dict[str, str]) -> str:
+    """The run-time domain shape: a full-size input's shape, or an embedding lookup's."""
+    if k.lookup is None:
+        return f"{named[k.domain_of]}.shape"
+    idx, table = k.lookup
+    return f"torch.Size(tuple({named[idx]}.shape) + ({named[table]}.shape[1],))"
+
+
 def doc_of(k: Kernel) -> str:
     ops = ", ".join(n.source_op for n in k.nodes if n.kind != "view" and n.source_op)
     if k.mid_dim is not None:
