@@ -81,9 +81,9 @@ class JobOutcome:
 
 class Worker:
     def __init__(self, platform: Platform, threads: int, limits: Limits, sandbox_mode: str,
-                 index: int = 0, secret_vars: tuple[str, ...] = ()):
+                 index: int = 0, secret_vars: tuple[str, ...] = (), hidden: tuple[str, ...] = ()):
         self.platform, self.threads, self.limits = platform, threads, limits
-        self.secret_vars = secret_vars
+        self.secret_vars, self.hidden = secret_vars, hidden
         self.sandbox_mode, self.index = sandbox_mode, index
         self.proc: subprocess.Popen[bytes] | None = None
         self.root: Path | None = None
@@ -99,7 +99,8 @@ class Worker:
             self.root = Path(tempfile.mkdtemp(prefix=f"kernelevolve-w{self.index}-"))
         cache = knobs.cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
-        plan = sandbox.plan(self.sandbox_mode, [self.root, cache], list(self.platform.sandbox_devices))
+        plan = sandbox.plan(self.sandbox_mode, [self.root, cache],
+                            list(self.platform.sandbox_devices), self.hidden)
         extra = {**self.platform.worker_env(self.threads),
                  "KERNELEVOLVE_PRELOAD": ",".join(self.platform.preload()),
                  "KERNELEVOLVE_CACHE_DIR": str(cache),
@@ -269,7 +270,8 @@ class WorkerPool:
 
     def __init__(self, platform: str | Platform = "cpu", workers: int = 1, *,
                  limits: Limits | None = None, sandbox_mode: str | None = None,
-                 threads: int | None = None, secret_vars: tuple[str, ...] = ()):
+                 threads: int | None = None, secret_vars: tuple[str, ...] = (),
+                 hidden: tuple[str, ...] = ()):
         if workers < 1:
             raise ValueError("a pool needs at least one worker")
         self.platform = get_platform(platform) if isinstance(platform, str) else platform
@@ -277,7 +279,7 @@ class WorkerPool:
         self.threads = threads or default_threads(workers)
         mode = sandbox_mode or knobs.sandbox_mode()
         self.workers = [Worker(self.platform, self.threads, self.limits, mode, i,
-                               tuple(secret_vars)) for i in range(workers)]
+                               tuple(secret_vars), tuple(hidden)) for i in range(workers)]
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._fingerprint: dict[str, Any] | None = None
         self._lock = threading.Lock()

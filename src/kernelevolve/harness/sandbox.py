@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -22,9 +23,12 @@ _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "
 _PROVIDER_PREFIXES = ("OPENAI", "ANTHROPIC", "AZURE", "AWS", "GOOGLE", "GCLOUD", "GEMINI", "HF_",
                       "HUGGING", "MISTRAL", "COHERE", "GROQ", "TOGETHER", "OPENROUTER", "DEEPSEEK",
                       "XAI", "FIREWORKS", "REPLICATE", "VERTEX", "LITELLM", "OLLAMA", "VLLM",
-                      "GITHUB", "GH_", "GITLAB", "WANDB", "NPM_", "PYPI", "TWINE")
+                      "GITHUB", "GH_", "GITLAB", "WANDB", "NPM_", "PYPI", "TWINE",
+                      # a Ray actor's variables say how to reach its cluster; a worker needs none
+                      "RAY_")
 _CREDENTIAL_DIRS = (".ssh", ".aws", ".azure", ".gnupg", ".kube", ".docker", ".config/gcloud",
-                    ".config/gh", ".config/openai", ".config/anthropic", ".cache/huggingface")
+                    ".config/gh", ".config/openai", ".config/anthropic", ".cache/huggingface",
+                    ".ray")  # Ray's cluster authentication token
 _CREDENTIAL_FILES = (".netrc", ".git-credentials", ".pypirc", ".npmrc", ".bash_history")
 _PROXY = re.compile(r"^(https?|ftp|all|no)_proxy$", re.IGNORECASE)
 
@@ -81,12 +85,16 @@ class SandboxPlan:
     warnings: list[str] = field(default_factory=list)
 
 
-def plan(mode: str, writable: list[Path], devices: list[str]) -> SandboxPlan:
-    """Choose the isolation method; `auto` takes the strongest available and warns if none."""
+def plan(mode: str, writable: list[Path], devices: list[str],
+         hidden: tuple[str, ...] = ()) -> SandboxPlan:
+    """Choose the isolation method; `auto` takes the strongest available and warns if none.
+
+    `hidden`: folders replaced by an empty tmpfs under bwrap (a Ray node's session folder, whose
+    unix sockets reach the cluster: a network namespace does not cover path-bound sockets)."""
     if mode not in ("auto", "bwrap", "unshare", "none"):
         raise SandboxError(f"unknown sandbox mode {mode!r}; use auto, bwrap, unshare or none")
     if mode in ("auto", "bwrap") and bwrap_available():
-        return SandboxPlan("bwrap", _bwrap_prefix(writable, devices), True, True)
+        return SandboxPlan("bwrap", _bwrap_prefix(writable, devices, hidden), True, True)
     if mode == "bwrap":
         raise SandboxError("bubblewrap (bwrap) is not usable here; install it "
                            "(apt-get install bubblewrap) or choose --sandbox unshare")
@@ -105,7 +113,8 @@ def plan(mode: str, writable: list[Path], devices: list[str]) -> SandboxPlan:
         "bubblewrap (apt-get install bubblewrap)"])
 
 
-def _bwrap_prefix(writable: list[Path], devices: list[str]) -> list[str]:
+def _bwrap_prefix(writable: list[Path], devices: list[str],
+                  hidden: tuple[str, ...] = ()) -> list[str]:
     # Everything read-only (problem and candidate files may live anywhere, /tmp included), with
     # the usual credential stores hidden, and only the scratch root and cache writable.
     cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
@@ -117,6 +126,11 @@ def _bwrap_prefix(writable: list[Path], devices: list[str]) -> list[str]:
     for name in _CREDENTIAL_FILES:
         if (home / name).is_file():
             cmd += ["--ro-bind", "/dev/null", str(home / name)]
+    # Ray's default session folder: its unix sockets reach a local Ray cluster, if one runs here.
+    ray_default = os.path.join(tempfile.gettempdir(), "ray")
+    for folder in dict.fromkeys((*hidden, ray_default)):
+        if os.path.isdir(folder):
+            cmd += ["--tmpfs", folder]
     for dev in devices:
         if os.path.exists(dev):
             cmd += ["--dev-bind", dev, dev]
