@@ -1,12 +1,16 @@
 """The built-in kernel synthesizer: reference -> traced graph -> fusion plan -> candidate.
 
-    capture.py    trace Model.forward per case into a small IR (make_fx + decompositions)
-    ops.py        the fusable op vocabulary
-    plan.py       group the IR into row/elementwise kernels and torch-kept ops; explain()
-    module.py     Python glue shared by the emitters (ModelNew.__init__, torch-kept steps)
-    emit_cpp.py   C++/OpenMP emitter
-    emit_triton.py Triton emitter
-    operator.py   SynthOperator (`synth`), synthesize(), explain_problem()
+    capture.py      trace Model.forward per case into a small IR (make_fx + decompositions)
+    ops.py          the fusable op vocabulary (float, integer, bucketize, embedding lookups)
+    kernel.py       kernels, nodes, inputs, outputs and their layouts
+    plan.py         group the IR into row/elementwise kernels and torch-kept ops; explain()
+    plan_mid.py     kernels that reduce over a middle dim
+    module.py       Python glue shared by the emitters (ModelNew.__init__, torch-kept steps)
+    cpp_expr.py     C++ spelling of one node; cpp_prelude.py: the kernels' shared helpers
+    emit_cpp.py     C++/OpenMP kernel bodies; cpp_module.py: the candidate module around them
+    triton_expr.py  Triton spelling of one node and jit helpers
+    emit_triton.py  Triton kernels and their candidate module
+    api.py          synthesize(), explain_problem(); operator.py: SynthOperator (`synth`)
 """
 from kernelevolve.synth.api import explain_problem, synthesize  # noqa: F401
 from kernelevolve.synth.operator import SynthOperator  # noqa: F401

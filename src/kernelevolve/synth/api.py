@@ -19,7 +19,7 @@ def synthesize(problem_path: str, language: str = "cpp") -> tuple[str, Plan]:
     p = make_plan(problem_path)
     text = explain(p)
     if language == "cpp":
-        from kernelevolve.synth.emit_cpp import emit_source
+        from kernelevolve.synth.cpp_module import emit_source
     else:
         from kernelevolve.synth.emit_triton import emit_source
     return emit_source(p, str(problem_path), text), p

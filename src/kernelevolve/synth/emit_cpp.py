@@ -14,163 +14,12 @@ either value like any other candidate.
 """
 from __future__ import annotations
 
-from kernelevolve.synth.capture import NotCovered, Ref
-from kernelevolve.synth.cpp_prelude import PRELUDE
-from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
-                                       forward_prologue, out_shape_expr, torch_step, var)
-from kernelevolve.synth.plan import KNode, Kernel, Plan
+from kernelevolve.synth.capture import Ref
+from kernelevolve.synth.cpp_expr import CTYPE, EXPENSIVE, compute_dtype, expr, lit
+from kernelevolve.synth.module import doc_of
+from kernelevolve.synth.plan import KNode, Kernel
 
-CTYPE = {"float32": "float", "bool": "bool", "int64": "int64_t", "int32": "int32_t"}
-INTS = ("int64", "int32")
-# Ops worth caching between passes and that weigh in the parallel threshold.
-EXPENSIVE = {"exp", "sigmoid", "tanh", "erf", "gelu", "gelu_tanh", "log", "sin", "cos", "log1p",
-             "expm1", "exp2", "log2", "pow"}
-COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"}
-_RANK = {"bool": 0, "int32": 1, "int64": 2, "float32": 3}
-
-
-def lit(a, dtype: str = "float32") -> str:
-    """`a` as a C++ literal of type `dtype` (float32, an integer type or bool)."""
-    if isinstance(a, bool):
-        return "true" if a else "false"
-    if isinstance(a, int) and dtype in INTS:
-        if dtype == "int64" and a == -2**63:
-            return "INT64_MIN"
-        return f"{CTYPE[dtype]}({a}LL)"
-    if isinstance(a, (int, float)):
-        f = float(a)
-        if f != f:
-            return "NAN"
-        if f in (float("inf"), -float("inf")):
-            return "INFINITY" if f > 0 else "(-INFINITY)"
-        return f"{f!r}f"
-    raise NotCovered(f"cannot write {a!r} as a C++ literal")
-
-
-def promote(dtypes: list[str]) -> str:
-    """torch's type promotion for a comparison's operands: tensors by category, then Python
-    scalars ("float", "int") only when they are of a higher category."""
-    tensors = [d for d in dtypes if d in _RANK]
-    t = max(tensors, key=_RANK.get) if tensors else "float32"
-    if "float" in dtypes and t != "float32":
-        return "float32"
-    if "int" in dtypes and t == "bool":
-        return "int64"
-    return t
-
-
-def compute_dtype(n: KNode, operand_dtypes: list[str]) -> str:
-    """The type a node computes in (its operands are cast to it)."""
-    if n.kind == "binary" and n.op in COMPARE:
-        return promote(operand_dtypes)
-    if n.kind in ("cast", "view") or (n.kind == "unary" and n.op == "not"):
-        return operand_dtypes[0]
-    if n.kind == "bucketize":
-        return operand_dtypes[0]
-    return n.dtype
-
-
-def _int_expr(n: KNode, x: list[str], t: str) -> str | None:
-    """Integer spellings that differ from the float ones (wrapping, Python rounding)."""
-    a, T = x[0], CTYPE[t]
-    if n.kind == "unary":
-        return {"neg": f"ke_wrap_sub({T}(0), {a})", "relu": f"({a} > 0 ? {a} : {T}(0))",
-                "abs": f"({a} < 0 ? ke_wrap_sub({T}(0), {a}) : {a})",
-                "sign": f"{T}(({a} > 0) - ({a} < 0))", "square": f"ke_wrap_mul({a}, {a})",
-                "bnot": f"{T}(~{a})"}.get(n.op) or _no_int(n)
-    if n.kind == "binary":
-        b = x[1]
-        if n.op == "pow":
-            e = n.args[1]
-            if isinstance(e, Ref) or e not in (1, 2):
-                return _no_int(n)
-            return a if e == 1 else f"ke_wrap_mul({a}, {a})"
-        return {"add": f"ke_wrap_add({a}, {b})", "sub": f"ke_wrap_sub({a}, {b})",
-                "mul": f"ke_wrap_mul({a}, {b})", "rsub": f"ke_wrap_sub({b}, {a})",
-                "rem": f"ke_irem({a}, {b})", "floordiv": f"ke_ifloordiv({a}, {b})",
-                "truncdiv": f"({a} / {b})", "shl": f"ke_shl({a}, int({b}))",
-                "shr": f"{T}({a} >> int({b}))"}.get(n.op)
-    return None
-
-
-def _no_int(n: KNode):
-    raise NotCovered(f"{n.source_op or n.op} on integers is not covered by the C++ emitter")
-
-
-def expr(n: KNode, x: list[str], uniform_divisor: bool = False, t: str = "float32") -> str:
-    """The C++ expression of a non-reduction node over operand expressions `x` (already of the
-    compute type `t`); `uniform_divisor`: a division's divisor is the same along a row."""
-    a = x[0] if x else ""
-    if t in INTS and n.kind in ("unary", "binary"):
-        spelled = _int_expr(n, x, t)
-        if spelled is not None:
-            return spelled
-    if n.kind == "bucketize":
-        return f"ke_bucketize({a}, {x[1]}, {x[1]}_n, {lit(n.attrs['right'])})"
-    if n.kind == "gather":
-        raise NotCovered("an embedding lookup is read through its row pointer")
-    if n.kind == "unary":
-        return {
-            "abs": f"std::fabs({a})", "neg": f"(-{a})", "exp": f"KE_EXP({a})",
-            "log": f"std::log({a})", "sqrt": f"std::sqrt({a})", "rsqrt": f"(1.0f / std::sqrt({a}))",
-            "sigmoid": f"ke_sigmoid({a})", "tanh": f"ke_tanh({a})",
-            "relu": f"({a} > 0.0f ? {a} : 0.0f)", "sin": f"std::sin({a})", "cos": f"std::cos({a})",
-            "erf": f"ke_erf({a})", "reciprocal": f"(1.0f / {a})", "log1p": f"std::log1p({a})",
-            "expm1": f"std::expm1({a})", "floor": f"std::floor({a})", "ceil": f"std::ceil({a})",
-            "not": f"(!{a})", "exp2": f"std::exp2({a})", "log2": f"std::log2({a})",
-            "sign": f"(float)(({a} > 0.0f) - ({a} < 0.0f))", "square": f"({a} * {a})",
-            "gelu": f"({a} * ke_normal_cdf({a}))",
-            "gelu_tanh": f"(0.5f * {a} * (1.0f + ke_tanh(0.79788456080286536f * "
-                         f"({a} + 0.044715f * {a} * {a} * {a}))))",
-            "bnot": f"(!{a})",
-        }[n.op]
-    if n.kind == "binary":
-        b = x[1]
-        if n.op == "pow":
-            exp = n.args[1]
-            if not isinstance(exp, Ref):
-                if float(exp) == 2.0:
-                    return f"({a} * {a})"
-                if float(exp) == 0.5:
-                    return f"std::sqrt({a})"
-                if float(exp) == 1.0:
-                    return a
-                if float(exp) == -1.0:
-                    return f"(1.0f / {a})"
-            return f"std::pow({a}, {b})"
-        ops = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=",
-               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&&", "or": "||",
-               "band": "&", "bor": "|", "bxor": "^"}
-        if n.op == "div" and uniform_divisor:
-            # a per-row or constant divisor: one reciprocal per row (hoisted), a multiply each
-            return f"({a} * (1.0f / {b}))"
-        if n.op in ops:
-            return f"({a} {ops[n.op]} {b})"
-        if n.op in ("shl", "shr"):
-            raise NotCovered(f"{n.source_op} on {t} is not covered")
-        return {"max": f"({a} > {b} ? {a} : {b})", "min": f"({a} < {b} ? {a} : {b})",
-                "rsub": f"({b} - {a})", "leaky_relu": f"({a} > 0.0f ? {a} : {a} * {b})",
-                "rem": f"ke_frem({a}, {b})", "floordiv": f"std::floor({a} / {b})",
-                "truncdiv": f"std::trunc({a} / {b})"}[n.op]
-    if n.kind == "where":
-        return f"({a} ? {x[1]} : {x[2]})"
-    if n.kind == "clamp":
-        out = a
-        if n.attrs["lo"] is not None:
-            lo = lit(n.attrs["lo"], t)
-            out = f"({out} < {lo} ? {lo} : {out})"
-        if n.attrs["hi"] is not None:
-            hi = lit(n.attrs["hi"], t)
-            out = f"({out} > {hi} ? {hi} : {out})"
-        return out
-    if n.kind == "cast":
-        return f"({a} != 0)" if n.op == "bool" else f"({CTYPE[n.op]})({a})"
-    if n.kind == "view":
-        return a
-    raise NotCovered(f"no C++ spelling for {n.kind} {n.op}")
-
-
-class _KernelWriter:
+class KernelWriter:
     def __init__(self, k: Kernel):
         self.k = k
         self.nodes = {n.name: n for n in k.nodes}
@@ -450,7 +299,6 @@ class _KernelWriter:
             if fuse_next and level == k.levels:
                 for n in first:
                     out.append(f"{ind}float next_{n.name} = {init[n.op]};")
-                reds_clause = list(reds)
             red = " ".join(f"reduction({clause[n.op]}:acc_{n.name})" for n in reds)
             if fuse_next and level == k.levels:
                 red += " " + " ".join(f"reduction({clause[n.op]}:next_{n.name})" for n in first)
@@ -464,7 +312,7 @@ class _KernelWriter:
                 out.append(f"{ind}    " + self.step(n, self.ref(n.args[0], "c"), "acc_" + n.name))
             if fuse_next and level == k.levels:
                 for n in first:
-                    v = f"next_r[c]"
+                    v = "next_r[c]"
                     out.append(f"{ind}    " + self.step(n, v, "next_" + n.name))
             out.append(f"{ind}}}")
             if fuse_next and level == k.levels:
@@ -497,116 +345,3 @@ class _KernelWriter:
             out.append("    std::free(scratch);")
         out.append("    }")
         return out
-
-
-def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
-    ref = Reference(problem_path)
-    g = p.graph
-    kernels = [_KernelWriter(k) for k in p.kernels]
-    mid = any(k.mid_dim is not None for k in p.kernels)
-    cpp = PRELUDE + "\n" + "\n\n".join(w.write() for w in kernels) + "\n"
-    lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {_name(problem_path)}.',
-             "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
-             "import ctypes", "", *_imports(ref), "", "from kernelevolve.runtime import load_cpp, ptr",
-             "",
-             "# ---- Tunables: the `tune` operator rewrites these literals.",
-             "# A kernel runs on one thread below this much work (elements x the kernel's cost",
-             "# per element, 1 for a plain copy): waking the OpenMP team costs tens of",
-             "# microseconds on a loaded machine. 0: always parallel.",
-             "PARALLEL_MIN_ELEMENTS = 32768",
-             "# Rows per dynamic task in row kernels; 0: one static block of rows per thread.",
-             "ROWS_PER_TASK = 0",
-             "# 1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: libm.",
-             "FAST_EXP = 1",
-             *(["# Inner positions per task in middle-dim reduction kernels (floats accumulated",
-                "# per task while walking the reduced dim).", "MID_BLOCK = 256"] if mid else []),
-             "TUNABLES = {",
-             '    "PARALLEL_MIN_ELEMENTS": [0, 8192, 32768, 131072, 524288],',
-             '    "ROWS_PER_TASK": [0, 1, 4, 16, 64],',
-             '    "FAST_EXP": [1, 0],',
-             *(['    "MID_BLOCK": [64, 128, 256, 512, 1024],'] if mid else []),
-             "}", "",
-             f'SRC = r"""{cpp}"""', "",
-             'CONFIG = (f"#define PARALLEL_MIN_ELEMENTS {PARALLEL_MIN_ELEMENTS}\\n"',
-             '          f"#define ROWS_PER_TASK {ROWS_PER_TASK}\\n"',
-             '          f"#define FAST_EXP {FAST_EXP}\\n"' + (')' if not mid else ''),
-             *(['          f"#define MID_BLOCK {MID_BLOCK}\\n")'] if mid else []),
-             "# -fno-math-errno/-fno-trapping-math let g++ vectorise sqrt, floor and float->int;",
-             "# unlike -ffast-math they keep IEEE inf/NaN semantics.",
-             f'_lib = load_cpp(CONFIG + SRC, name="synth_{_ident(_name(problem_path))}",',
-             '                flags=("-fno-math-errno", "-fno-trapping-math"))']
-    for w in kernels:
-        ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
-        ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
-        ints += sum(1 for i in w.k.inputs if i.layout in ("table", "gtable"))
-        flag = " + [ctypes.c_void_p]" if w.gathers else ""
-        lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
-                     f"[ctypes.c_int64] * {ints}{flag}")
-        lines.append(f"_lib.{w.k.name}.restype = None")
-    lines += ["", "", "class ModelNew(nn.Module):" if "nn" in " ".join(_imports(ref))
-              else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
-              f"    def forward(self, {', '.join(ref.forward_args)}):"]
-    body = forward_prologue(p, ref)
-    for kind, item in p.steps:
-        if kind == "torch":
-            body.append(torch_step(g, item, ref))
-        else:
-            body += _call(item, g, ref)
-    body += forward_epilogue(p, ref)
-    lines += ["        " + b if b else "" for b in body]
-    return "\n".join(lines) + "\n"
-
-
-def _call(k: Kernel, g, ref: Reference) -> list[str]:
-    out = [f"# {doc_of(k)}"]
-    names = []
-    for j, i in enumerate(k.inputs):
-        src = var(g, i.name, ref)
-        out.append(f"{k.name}_in{j} = {src}.contiguous()")
-        names.append(f"{k.name}_in{j}")
-    named = dict(zip([i.name for i in k.inputs], names))
-    out.append(f"{k.name}_shape = {domain_shape_expr(k, named)}")
-    for o in k.outputs:
-        shape = out_shape_expr(k, o, f"{k.name}_shape")
-        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
-                   f"device={names[0]}.device)")
-    outs = [var(g, o.name, ref) for o in k.outputs]
-    args = [f"ptr({n})" for n in names + outs]
-    numel = f"{k.name}_shape.numel()"
-    if k.mid_dim is not None:
-        d = k.mid_dim
-        args += [f"{k.name}_shape[:{d}].numel()", f"{k.name}_shape[{d}]",
-                 f"{k.name}_shape[{d + 1}:].numel()"]
-    elif k.flat:
-        args.append(numel)
-    else:
-        out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")
-        args += [f"{numel} // {k.name}_cols", f"{k.name}_cols"]
-    args += [f"{n}.numel()" if i.layout == "table" else f"{n}.shape[0]"
-             for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable")]
-    gathers = any(n.kind == "gather" for n in k.nodes)
-    if gathers:
-        out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32)")
-        args.append(f"ptr({k.name}_bad)")
-    out.append(f"if {numel}:")
-    out.append(f"    _lib.{k.name}({', '.join(args)})")
-    if gathers:
-        out.append(f"if {k.name}_bad.item():")
-        out.append('    raise IndexError("index out of range in self")')
-    return out
-
-
-def _imports(ref: Reference) -> list[str]:
-    base = ["import torch", "import torch.nn as nn"]
-    return base + [i for i in ref.imports if i not in base]
-
-
-def _name(problem_path: str) -> str:
-    from pathlib import Path
-
-    path = Path(problem_path)
-    return path.parent.name if path.stem == "problem" else path.stem
-
-
-def _ident(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text)

@@ -153,3 +153,17 @@ def doc_of(k: Kernel) -> str:
     if k.has_reduction:
         return f"kernel {k.name}: {ops} over rows ({k.levels} reduction pass(es) per row)"
     return f"kernel {k.name}: {ops}, elementwise (one read per input, one write)"
+
+
+def imports_of(ref: Reference) -> list[str]:
+    base = ["import torch", "import torch.nn as nn"]
+    return base + [i for i in ref.imports if i not in base]
+
+
+def problem_name(problem_path: str) -> str:
+    path = Path(problem_path)
+    return path.parent.name if path.stem == "problem" else path.stem
+
+
+def ident(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text)

@@ -1,8 +1,8 @@
 """The op set the planner fuses: ATen op names mapped to a small normalised vocabulary.
 
 A normalised op is `(kind, name)`: kind is "unary", "binary", "where", "clamp", "cast",
-"bucketize", "gather" (an embedding lookup), "reduce" or "view"; the emitters spell each name in C++ and Triton (emit_cpp.py,
-emit_triton.py). Anything not listed here stays a torch call.
+"bucketize", "gather" (an embedding lookup), "reduce" or "view"; the emitters spell each
+name in C++ and Triton (cpp_expr.py, triton_expr.py). Anything not listed here stays a torch call.
 """
 from __future__ import annotations
 

@@ -21,66 +21,19 @@ every kernel it depends on, so a kernel never needs a value computed after it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kernelevolve.synth.capture import Capture, Graph, NotCovered, Ref, Value
+from kernelevolve.synth.kernel import (KInput, KNode, KOutput, Kernel, domain_source,
+                                       layout_of_shape, operand_role, role_layout,
+                                       row_shape_ok, strip)
 from kernelevolve.synth.ops import ELEMENT_TYPES, normalise
+from kernelevolve.synth.plan_mid import build_mid_kernel
+
+__all__ = ["KInput", "KNode", "KOutput", "Kernel", "Plan", "plan", "explain", "explain_error"]
 
 ORDER = {"scalar": 0, "row": 1, "col": 1, "full": 2}
-
-
-@dataclass
-class KNode:
-    name: str
-    kind: str                  # unary, binary, where, clamp, cast, reduce, view
-    op: str
-    args: tuple[Any, ...]      # Refs (kernel inputs or earlier nodes) and Python scalars
-    attrs: dict[str, Any]
-    layout: str
-    dtype: str
-    level: int                 # the pass from which this value is available
-    source_op: str             # the ATen op it came from (for explain)
-
-
-@dataclass
-class KInput:
-    name: str                  # the graph value read
-    layout: str
-    dtype: str
-
-
-@dataclass
-class KOutput:
-    name: str
-    layout: str                # full or row
-    shape: tuple[int, ...]     # case-0 shape (the emitter uses the live tensors' shapes)
-    dtype: str = "float32"
-
-
-@dataclass
-class Kernel:
-    name: str
-    nodes: list[KNode]
-    inputs: list[KInput]
-    outputs: list[KOutput]
-    domain: tuple[int, ...]
-    domain_of: str             # a value whose shape is the domain at run time (input or output)
-    levels: int                # number of reduction passes
-    mid_dim: int | None = None  # a mid reduction kernel: the reduced (non-last) dim
-    # With no full-size input, an embedding lookup gives the domain: (indices, table) names,
-    # domain = indices.shape + (table.shape[1],) (domain_of is then the indices).
-    lookup: tuple[str, str] | None = None
-
-    @property
-    def has_reduction(self) -> bool:
-        return self.levels > 0
-
-    @property
-    def flat(self) -> bool:
-        """Pure elementwise with no per-column or per-row operand: index the data flat."""
-        return self.levels == 0 and all(i.layout in ("full", "scalar", "table")
-                                        for i in self.inputs)
 
 
 @dataclass
@@ -196,61 +149,6 @@ def _check_kept_args(graphs: dict[str, Graph], name: str) -> None:
 
 # ---- layouts and levels -------------------------------------------------------------------
 
-def _strip(shape: tuple[int, ...]) -> tuple[int, ...]:
-    i = 0
-    while i < len(shape) and shape[i] == 1:
-        i += 1
-    return tuple(shape[i:])
-
-
-def _layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...]) -> str | None:
-    n, cols = math.prod(shape), domain[-1] if domain else 1
-    if n == 1:
-        return "scalar"
-    if _strip(shape) == _strip(domain):
-        return "full"
-    if shape and shape[-1] == cols and n == cols:
-        return "col"
-    rows_shape = _strip(domain[:-1])
-    if shape and shape[-1] == 1 and _strip(shape[:-1]) == rows_shape:
-        return "row"
-    return None
-
-
-def _role(kind: str, j: int) -> str | None:
-    """Operands read as something other than data: bucketize's boundaries, an embedding
-    lookup's table and indices."""
-    if kind == "bucketize" and j == 1:
-        return "boundaries"
-    if kind == "gather":
-        return ("embedding table", "embedding indices")[j]
-    return None
-
-
-def _role_layout(v: Value, role: str, domain: tuple[int, ...]) -> str:
-    """Layouts of role operands: "table" (1-D boundaries), "gtable" (an embedding table
-    (num, D)), "row" (the indices: one per row of the (..., D) lookup)."""
-    if role == "boundaries":
-        if len(v.shape) != 1:
-            raise NotCovered(f"bucketize boundaries {v.name} have shape {v.shape}; only 1-D "
-                             "boundaries are covered")
-        return "table"
-    if role == "embedding table":
-        if len(v.shape) != 2 or v.shape[1] != domain[-1] or v.dtype != "float32":
-            raise NotCovered(f"embedding table {v.name} ({v.dtype}, shape {v.shape}) is not a "
-                             f"float32 (num, {domain[-1]}) table")
-        return "gtable"
-    if v.dtype not in ("int64", "int32") or _strip(v.shape) != _strip(domain[:-1]):
-        raise NotCovered(f"embedding indices {v.name} ({v.dtype}, shape {v.shape}) do not index "
-                         f"the rows of the lookup {domain}")
-    return "row"
-
-
-def _row_shape_ok(shape, domain) -> bool:
-    """A row value that broadcasts against a full one must keep the reduced dim as 1."""
-    return bool(shape) and shape[-1] == 1 and len(shape) <= len(domain)
-
-
 def _domain(g: Graph, names: list[str], norm) -> tuple[int, ...]:
     shapes = [g.values[n].shape for n in names]
     for n in names:
@@ -265,7 +163,7 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
         if norm[n][0] == "reduce":
             src = g.values[norm[n][2][0].name].shape
             if src and norm[n][3]["dim"] % len(src) != len(src) - 1:
-                return _build_mid_kernel(g, names, norm, users, kname)
+                return build_mid_kernel(g, names, norm, users, kname)
     inside = set(names)
     layout: dict[str, str] = {}
     level: dict[str, int] = {}
@@ -285,7 +183,7 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
                                  f"{roles.get(a.name, 'data')}")
             return
         v = g.values[a.name]
-        lay = _role_layout(v, role, domain) if role else _layout_of_shape(v.shape, domain)
+        lay = role_layout(v, role, domain) if role else layout_of_shape(v.shape, domain)
         if lay is None:
             raise NotCovered(f"{v.name} of shape {v.shape} does not broadcast as a row, a column "
                              f"or a scalar over the kernel domain {domain}")
@@ -302,7 +200,7 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
         v = g.values[n]
         kind, op, args, attrs = norm[n]
         for j, a in enumerate(args):
-            operand(a, _role(kind, j))
+            operand(a, operand_role(kind, j))
         refs = [a.name for a in (args[:1] if kind == "bucketize" else
                                  () if kind == "gather" else args) if isinstance(a, Ref)]
         lays = [layout[r] for r in refs]
@@ -315,12 +213,12 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
             lay, lvl = "row", lvl + 1
         elif kind == "gather":
             lay = "full"
-            if _strip(v.shape) != _strip(domain):
+            if strip(v.shape) != strip(domain):
                 raise NotCovered(f"embedding lookup of shape {v.shape} is not the kernel domain "
                                  f"{domain}")
         elif kind == "view":
             lay = lays[0]
-            if lay == "full" and _strip(v.shape) != _strip(domain):
+            if lay == "full" and strip(v.shape) != strip(domain):
                 raise NotCovered(f"{v.op} reshapes the rows ({g.values[refs[0]].shape} -> "
                                  f"{v.shape}); not covered inside a kernel")
         else:
@@ -329,10 +227,10 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
                 lay = "full"
             if lay != "row":
                 for r in refs:
-                    if layout[r] == "row" and not _row_shape_ok(g.values[r].shape, domain):
+                    if layout[r] == "row" and not row_shape_ok(g.values[r].shape, domain):
                         raise NotCovered(f"{g.values[r].name} (shape {g.values[r].shape}) "
                                          "broadcasts against the wrong dim")
-            if lay == "full" and _strip(v.shape) != _strip(domain):
+            if lay == "full" and strip(v.shape) != strip(domain):
                 raise NotCovered(f"{v.op} gives shape {v.shape}, not the kernel domain {domain}")
         if kind == "reduce" and op == "var":
             # two passes: the mean, then the mean of squared deviations (no cancellation)
@@ -356,124 +254,11 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
             if layout[n] not in ("full", "row"):
                 raise NotCovered(f"kernel output {n} is a per-column or scalar value")
             outputs.append(KOutput(n, layout[n], v.shape, v.dtype))
-    domain_of, lookup = _domain_source(inputs, nodes, kname)
+    domain_of, lookup = domain_source(inputs, nodes, kname)
     if any(kn.dtype in ("int64", "int32") for kn in nodes if kn.level > 0):
         raise NotCovered("integer values computed after a row reduction are not covered yet")
     levels = max((kn.level for kn in nodes if kn.kind == "reduce"), default=0)
     return Kernel(kname, nodes, inputs, outputs, domain, domain_of, levels, lookup=lookup)
-
-
-def _build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Kernel:
-    """A reduction over a middle dim: domain (outer..., F, inner...) -> (outer..., inner...).
-    Values are "full" (over the domain), "col" (over the inner dims only), "scalar", or "mid"
-    (the reduced value and the pointwise epilogue built on it)."""
-    reds = [n for n in names if norm[n][0] == "reduce"]
-    rname = reds[0]
-    rargs = norm[rname][2]
-    domain = tuple(g.values[rargs[0].name].shape)
-    dim = norm[rname][3]["dim"] % len(domain)
-    for n in reds:
-        _, rop, args, attrs = norm[n]
-        if rop not in ("sum", "mean", "max", "min"):
-            raise NotCovered(f"{g.values[n].op} over a middle dim is not covered yet")
-        shape = tuple(g.values[args[0].name].shape)
-        if shape != domain or attrs["dim"] % len(shape) != dim:
-            raise NotCovered("reductions over different dims or shapes fused in one kernel "
-                             f"({domain} dim {dim} vs {shape} dim {attrs['dim']})")
-    inner = domain[dim + 1:]
-    red_numel = math.prod(domain) // max(1, domain[dim])
-    inside = set(names)
-    layout: dict[str, str] = {}
-    inputs: list[KInput] = []
-    nodes: list[KNode] = []
-    for n in names:
-        v = g.values[n]
-        kind, op, args, attrs = norm[n]
-        for j, a in enumerate(args):
-            if not isinstance(a, Ref) or a.name in inside or a.name in layout:
-                continue
-            av = g.values[a.name]
-            role = _role(kind, j)
-            if role:
-                if role == "boundaries" or dim != len(domain) - 2:
-                    raise NotCovered(f"{v.op} inside a middle-dim reduction over dim {dim} of "
-                                     f"{domain} is not covered")
-                layout[a.name] = "gtable" if j == 0 else "index"
-                _role_layout(av, role, domain)
-                inputs.append(KInput(a.name, layout[a.name], av.dtype))
-                continue
-            if math.prod(av.shape) == 1:
-                lay = "scalar"
-            elif tuple(av.shape) == domain:
-                lay = "full"
-            elif inner and _strip(av.shape) == _strip(inner) and len(av.shape) <= len(domain):
-                lay = "col"
-            else:
-                raise NotCovered(f"{a.name} of shape {av.shape} does not broadcast over the "
-                                 f"middle-dim reduction domain {domain}")
-            if av.dtype != "float32":
-                raise NotCovered(f"kernel input {a.name} has dtype {av.dtype}; only float32 "
-                                 "is covered")
-            layout[a.name] = lay
-            inputs.append(KInput(a.name, lay, av.dtype))
-        lays = {layout[a.name] for a in args if isinstance(a, Ref)}
-        if kind == "gather":
-            if tuple(v.shape) != domain:
-                raise NotCovered(f"embedding lookup of shape {v.shape} is not the reduction "
-                                 f"domain {domain}")
-            lays = {"full"}
-        if n in reds:
-            if layout[args[0].name] != "full":
-                raise NotCovered(f"{v.op} reduces a value that is not full-size")
-            lay = "mid"
-        elif "mid" in lays:
-            if "full" in lays:
-                raise NotCovered(f"{v.op} mixes the reduced value with a full-size one")
-            lay = "mid"
-            if kind == "view" and math.prod(v.shape) != red_numel:
-                raise NotCovered(f"{v.op} reshapes the reduced value to {v.shape}")
-        elif "full" in lays:
-            lay = "full"
-            if _strip(v.shape) != _strip(domain):
-                raise NotCovered(f"{v.op} gives shape {v.shape}, not the domain {domain}")
-        elif "col" in lays:
-            lay = "col"
-        else:
-            lay = "scalar"
-        layout[n] = lay
-        nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, 1 if lay == "mid" else 0,
-                           v.op))
-    outputs = []
-    nd = len(domain)
-    for n in names:
-        if any(u not in inside for u in users[n]):
-            v = g.values[n]
-            if layout[n] != "mid":
-                raise NotCovered(f"kernel output {n} is not the reduced value (a middle-dim "
-                                 "reduction kernel writes only reduced values)")
-            if v.dtype != "float32":
-                raise NotCovered(f"kernel output {n} has dtype {v.dtype}; only float32 is covered")
-            keep = tuple(domain[:dim]) + (1,) + tuple(inner)
-            drop = tuple(domain[:dim]) + tuple(inner)
-            if tuple(v.shape) not in (keep, drop) or len(v.shape) not in (nd, nd - 1):
-                raise NotCovered(f"kernel output {n} has shape {v.shape}")
-            outputs.append(KOutput(n, "mid", v.shape))
-    domain_of, lookup = _domain_source(inputs, nodes, kname)
-    return Kernel(kname, nodes, inputs, outputs, domain, domain_of, 1, mid_dim=dim,
-                  lookup=lookup)
-
-
-def _domain_source(inputs: list[KInput], nodes: list[KNode], kname: str):
-    """The input whose run-time shape gives the kernel's domain (a full-size one), or an
-    embedding lookup's (indices, table) pair."""
-    full = next((i.name for i in inputs if i.layout == "full"), None)
-    if full is not None:
-        return full, None
-    gather = next((n for n in nodes if n.kind == "gather"), None)
-    if gather is None:
-        raise NotCovered(f"kernel {kname} reads no full-size tensor")
-    table, indices = gather.args[0].name, gather.args[1].name
-    return indices, (indices, table)
 
 
 # ---- explain ------------------------------------------------------------------------------

@@ -1,0 +1,110 @@
+"""The Python module around synthesized C++ kernels: tunables, the `load_cpp` call with the
+kernels' ctypes signatures, `ModelNew.__init__` (the reference's own) and a `forward` that
+runs torch-kept steps and kernel calls in plan order."""
+from __future__ import annotations
+
+from kernelevolve.synth.cpp_prelude import PRELUDE
+from kernelevolve.synth.emit_cpp import KernelWriter
+from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
+                                       forward_prologue, ident, imports_of, out_shape_expr,
+                                       problem_name, torch_step, var)
+from kernelevolve.synth.plan import Kernel, Plan
+
+
+def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
+    ref = Reference(problem_path)
+    g = p.graph
+    kernels = [KernelWriter(k) for k in p.kernels]
+    mid = any(k.mid_dim is not None for k in p.kernels)
+    cpp = PRELUDE + "\n" + "\n\n".join(w.write() for w in kernels) + "\n"
+    name = problem_name(problem_path)
+    lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {name}.',
+             "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
+             "import ctypes", "", *imports_of(ref), "",
+             "from kernelevolve.runtime import load_cpp, ptr",
+             "",
+             "# ---- Tunables: the `tune` operator rewrites these literals.",
+             "# A kernel runs on one thread below this much work (elements x the kernel's cost",
+             "# per element, 1 for a plain copy): waking the OpenMP team costs tens of",
+             "# microseconds on a loaded machine. 0: always parallel.",
+             "PARALLEL_MIN_ELEMENTS = 32768",
+             "# Rows per dynamic task in row kernels; 0: one static block of rows per thread.",
+             "ROWS_PER_TASK = 0",
+             "# 1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: libm.",
+             "FAST_EXP = 1",
+             *(["# Inner positions per task in middle-dim reduction kernels (floats accumulated",
+                "# per task while walking the reduced dim).", "MID_BLOCK = 256"] if mid else []),
+             "TUNABLES = {",
+             '    "PARALLEL_MIN_ELEMENTS": [0, 8192, 32768, 131072, 524288],',
+             '    "ROWS_PER_TASK": [0, 1, 4, 16, 64],',
+             '    "FAST_EXP": [1, 0],',
+             *(['    "MID_BLOCK": [64, 128, 256, 512, 1024],'] if mid else []),
+             "}", "",
+             f'SRC = r"""{cpp}"""', "",
+             'CONFIG = (f"#define PARALLEL_MIN_ELEMENTS {PARALLEL_MIN_ELEMENTS}\\n"',
+             '          f"#define ROWS_PER_TASK {ROWS_PER_TASK}\\n"',
+             '          f"#define FAST_EXP {FAST_EXP}\\n"' + (')' if not mid else ''),
+             *(['          f"#define MID_BLOCK {MID_BLOCK}\\n")'] if mid else []),
+             "# -fno-math-errno/-fno-trapping-math let g++ vectorise sqrt, floor and float->int;",
+             "# unlike -ffast-math they keep IEEE inf/NaN semantics.",
+             f'_lib = load_cpp(CONFIG + SRC, name="synth_{ident(problem_name(problem_path))}",',
+             '                flags=("-fno-math-errno", "-fno-trapping-math"))']
+    for w in kernels:
+        ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
+        ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
+        ints += sum(1 for i in w.k.inputs if i.layout in ("table", "gtable"))
+        flag = " + [ctypes.c_void_p]" if w.gathers else ""
+        lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
+                     f"[ctypes.c_int64] * {ints}{flag}")
+        lines.append(f"_lib.{w.k.name}.restype = None")
+    lines += ["", "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
+              else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
+              f"    def forward(self, {', '.join(ref.forward_args)}):"]
+    body = forward_prologue(p, ref)
+    for kind, item in p.steps:
+        if kind == "torch":
+            body.append(torch_step(g, item, ref))
+        else:
+            body += _call(item, g, ref)
+    body += forward_epilogue(p, ref)
+    lines += ["        " + b if b else "" for b in body]
+    return "\n".join(lines) + "\n"
+
+
+def _call(k: Kernel, g, ref: Reference) -> list[str]:
+    out = [f"# {doc_of(k)}"]
+    names = []
+    for j, i in enumerate(k.inputs):
+        src = var(g, i.name, ref)
+        out.append(f"{k.name}_in{j} = {src}.contiguous()")
+        names.append(f"{k.name}_in{j}")
+    named = dict(zip([i.name for i in k.inputs], names))
+    out.append(f"{k.name}_shape = {domain_shape_expr(k, named)}")
+    for o in k.outputs:
+        shape = out_shape_expr(k, o, f"{k.name}_shape")
+        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
+                   f"device={names[0]}.device)")
+    outs = [var(g, o.name, ref) for o in k.outputs]
+    args = [f"ptr({n})" for n in names + outs]
+    numel = f"{k.name}_shape.numel()"
+    if k.mid_dim is not None:
+        d = k.mid_dim
+        args += [f"{k.name}_shape[:{d}].numel()", f"{k.name}_shape[{d}]",
+                 f"{k.name}_shape[{d + 1}:].numel()"]
+    elif k.flat:
+        args.append(numel)
+    else:
+        out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")
+        args += [f"{numel} // {k.name}_cols", f"{k.name}_cols"]
+    args += [f"{n}.numel()" if i.layout == "table" else f"{n}.shape[0]"
+             for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable")]
+    gathers = any(n.kind == "gather" for n in k.nodes)
+    if gathers:
+        out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32)")
+        args.append(f"ptr({k.name}_bad)")
+    out.append(f"if {numel}:")
+    out.append(f"    _lib.{k.name}({', '.join(args)})")
+    if gathers:
+        out.append(f"if {k.name}_bad.item():")
+        out.append('    raise IndexError("index out of range in self")')
+    return out
