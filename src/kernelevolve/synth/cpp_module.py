@@ -6,8 +6,8 @@ from __future__ import annotations
 from kernelevolve.synth.cpp_prelude import PRELUDE
 from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
-                                       forward_prologue, ident, imports_of, out_shape_expr,
-                                       problem_name, torch_step, var)
+                                       forward_prologue, ident, imports_of, new_like,
+                                       out_shape_expr, problem_name, torch_step, var)
 from kernelevolve.synth.plan import Kernel, Plan
 
 
@@ -21,7 +21,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {name}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
              "import ctypes", "", *imports_of(ref), "",
-             "from kernelevolve.runtime import load_cpp, ptr",
+             "from kernelevolve.runtime import load_cpp",
              "",
              "# ---- Tunables: the `tune` operator rewrites these literals.",
              "# A kernel runs on one thread below this much work (elements x the kernel's cost",
@@ -32,12 +32,16 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              "ROWS_PER_TASK = 0",
              "# 1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: libm.",
              "FAST_EXP = 1",
+             "# 1: let g++ use 512-bit vectors where the CPU has them (-mprefer-vector-width=512;",
+             "# it picks 256 by default on most AVX-512 parts); 0: the compiler's choice.",
+             "WIDE_VECTORS = 1",
              *(["# Inner positions per task in middle-dim reduction kernels (floats accumulated",
                 "# per task while walking the reduced dim).", "MID_BLOCK = 256"] if mid else []),
              "TUNABLES = {",
              '    "PARALLEL_MIN_ELEMENTS": [0, 8192, 32768, 131072, 524288],',
              '    "ROWS_PER_TASK": [0, 1, 4, 16, 64],',
              '    "FAST_EXP": [1, 0],',
+             '    "WIDE_VECTORS": [1, 0],',
              *(['    "MID_BLOCK": [64, 128, 256, 512, 1024],'] if mid else []),
              "}", "",
              f'SRC = r"""{cpp}"""', "",
@@ -48,7 +52,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              "# -fno-math-errno/-fno-trapping-math let g++ vectorise sqrt, floor and float->int;",
              "# unlike -ffast-math they keep IEEE inf/NaN semantics.",
              f'_lib = load_cpp(CONFIG + SRC, name="synth_{ident(problem_name(problem_path))}",',
-             '                flags=("-fno-math-errno", "-fno-trapping-math"))']
+             '                flags=("-fno-math-errno", "-fno-trapping-math")',
+             '                + (("-mprefer-vector-width=512",) if WIDE_VECTORS else ()))']
     for w in kernels:
         ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
         ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
@@ -82,10 +87,13 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     out.append(f"{k.name}_shape = {domain_shape_expr(k, named)}")
     for o in k.outputs:
         shape = out_shape_expr(k, o, f"{k.name}_shape")
+        if new_like(k, o, shape, named):
+            out.append(f"{var(g, o.name, ref)} = torch.empty_like({named[k.domain_of]})")
+            continue
         out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
                    f"device={names[0]}.device)")
     outs = [var(g, o.name, ref) for o in k.outputs]
-    args = [f"ptr({n})" for n in names + outs]
+    args = [f"{n}.data_ptr()" for n in names + outs]
     numel = f"{k.name}_shape.numel()"
     if k.mid_dim is not None:
         d = k.mid_dim
@@ -101,7 +109,7 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     gathers = any(n.kind == "gather" for n in k.nodes)
     if gathers:
         out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32)")
-        args.append(f"ptr({k.name}_bad)")
+        args.append(f"{k.name}_bad.data_ptr()")
     out.append(f"if {numel}:")
     out.append(f"    _lib.{k.name}({', '.join(args)})")
     if gathers:

@@ -13,8 +13,8 @@ from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.cpp_expr import INTS, compute_dtype
 from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit
 from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
-                                       forward_prologue, imports_of, out_shape_expr, problem_name,
-                                       torch_step, var)
+                                       forward_prologue, imports_of, new_like, out_shape_expr,
+                                       problem_name, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, Plan
 
 
@@ -281,6 +281,9 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     shape = f"{k.name}_shape"
     out.append(f"{shape} = {domain_shape_expr(k, named)}")
     for o in k.outputs:
+        if new_like(k, o, out_shape_expr(k, o, shape), named):
+            out.append(f"{var(g, o.name, ref)} = torch.empty_like({named[k.domain_of]})")
+            continue
         out.append(f"{var(g, o.name, ref)} = torch.empty({out_shape_expr(k, o, shape)}, "
                    f"dtype=torch.{o.dtype}, device={names[0]}.device)")
     tables = "".join(f", {n}.numel()" if i.layout == "table" else f", {n}.shape[0]"
