@@ -238,11 +238,17 @@ class KernelWriter:
     def row_body(self) -> list[str]:
         k = self.k
         cached = self.cached()
+        # The first cached value lives in the first float output's row: the store pass reads
+        # each element back just before writing that element (softmax: exp, then scaled in
+        # place). The others go to a per-thread scratch row.
+        in_out = next((o for n, o in self.outputs.items() if self.nodes[n].layout == "full"
+                       and self.nodes[n].dtype == "float32"), None) if cached else None
+        scratch = cached[1:] if in_out else cached
         out = [f"    #pragma omp parallel {self.parallel_if('rows * cols')}",
                "    {"]
-        if cached:
+        if scratch:
             out.append(f"    float* scratch = static_cast<float*>(std::malloc("
-                       f"sizeof(float) * {len(cached)} * (cols > 0 ? cols : 1)));")
+                       f"sizeof(float) * {len(scratch)} * (cols > 0 ? cols : 1)));")
         fuse = (k.levels >= 2 and all(isinstance(n.args[0], Ref) and n.args[0].name in
                                       self.inputs and n.op in ("max", "min", "sum")
                                       for n in k.nodes if n.kind == "reduce" and n.level == 1)
@@ -258,7 +264,9 @@ class KernelWriter:
         for arg, inp in self.inputs.values():
             if inp.layout == "full":
                 out.append(f"{ind}const float* {arg}_r = {arg} + r * cols;")
-        for j, name in enumerate(cached):
+        if in_out:
+            out.append(f"{ind}float* buf_{cached[0]} = {in_out} + r * cols;")
+        for j, name in enumerate(scratch):
             out.append(f"{ind}float* buf_{name} = scratch + {j} * cols;")
         self.inputs = {n: ((f"{a}_r" if i.layout == "full" else a), i)
                        for n, (a, i) in self.inputs.items()}
@@ -341,7 +349,7 @@ class KernelWriter:
             if self.nodes[n].layout == "row":
                 out.append(f"{ind}{o}[r] = v_{n};")
         out.append("    }")
-        if cached:
+        if scratch:
             out.append("    std::free(scratch);")
         out.append("    }")
         return out
