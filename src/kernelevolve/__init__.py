@@ -25,16 +25,21 @@ def evaluate(problem: Any, candidate: Any, **kwargs: Any):
 def optimize(problem: Any, *, seeds: list[Any] = (), workspace: Any = ".kernelevolve",
              platform: str = "cpu", operators: list[str] | None = None, policy: str = "ucb",
              max_evals: int | None = 30, max_time: float | None = None,
-             target: float | None = None, workers: int = 1, seed: int = 0,
-             allow_no_kernel: bool = False, strict: bool = False) -> "Run":
-    """Run a search (as `kernelevolve optimize` does) and return the finished `Run`."""
+             target: float | None = None, workers: int | None = None, seed: int = 0,
+             allow_no_kernel: bool = False, strict: bool = False, executor: str = "local",
+             ray_address: str | None = None) -> "Run":
+    """Run a search (as `kernelevolve optimize` does) and return the finished `Run`.
+
+    `executor="ray"` evaluates on Ray actors (`ray_address`, or a private instance on 127.0.0.1);
+    `workers` is the number of evaluation slots (default: 1 locally, the cluster's on Ray)."""
     from kernelevolve.run import Run, RunConfig
     from kernelevolve.search.termination import Budgets
 
     config = RunConfig(platform=platform, policy=policy,
                        workers=workers, seed=seed, allow_no_kernel=allow_no_kernel,
                        strict=strict, budgets=Budgets(max_evals=max_evals, max_time_s=max_time,
-                                                      target_speedup=target))
+                                                      target_speedup=target),
+                       executor=executor, ray_address=ray_address)
     if operators is not None:
         config.operators = list(operators)
     run = Run.create(problem, config, seeds=list(seeds), workspace=workspace)

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kernelevolve.errors import KernelevolveError
 
@@ -90,7 +91,13 @@ def optimize_cmd(
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="LLM budget, dollars."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="LLM budget, tokens."),
     target: Optional[float] = typer.Option(None, "--target", help="Stop at this speedup."),
-    workers: Optional[int] = typer.Option(None, help="Sandboxed evaluation workers (1)."),
+    workers: Optional[int] = typer.Option(None, help="Evaluation slots: local workers (1), or "
+                                                       "Ray actors (default: the cluster's)."),
+    executor: Optional[str] = typer.Option(None, "--executor",
+                                           help="Where evaluations run: local or ray."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+                                              help="Ray cluster (HOST:PORT); default: a private "
+                                                   "one on 127.0.0.1."),
     seed: Optional[int] = typer.Option(None, help="Seed for the search's random choices."),
     llm: Optional[str] = typer.Option(None, "--llm", help="PROVIDER:MODEL, e.g. openai:gpt-5."),
     llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url",
@@ -114,7 +121,8 @@ def optimize_cmd(
                  "max_tokens": max_tokens, "target": target, "workers": workers, "seed": seed,
                  "llm": llm, "llm_base_url": llm_base_url, "llm_api_key_env": llm_api_key_env,
                  "language": language, "notes": [str(n) for n in notes or []] or None,
-                 "allow_no_kernel": allow_no_kernel or None, "strict": strict or None}
+                 "allow_no_kernel": allow_no_kernel or None, "strict": strict or None,
+                 "executor": executor, "ray_address": ray_address}
         config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
         _execute(run, json_path)
@@ -126,15 +134,23 @@ def resume_cmd(
     workspace: Path = WORKSPACE_OPT,
     force: bool = typer.Option(False, "--force", help="Continue even if the platform changed."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the run summary here."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+                                              help="The Ray cluster now (a Ray run's address "
+                                                   "may have changed)."),
 ) -> None:
     """Continue a run that was interrupted or killed."""
+    from kernelevolve.executors import check_executor
     from kernelevolve.run import Run
 
     with _user_errors():
-        _execute(Run.load(run_id, workspace), json_path, force=force)
+        run = Run.load(run_id, workspace)
+        if ray_address is not None:
+            check_executor(run.config.executor, ray_address)
+        _execute(run, json_path, force=force, ray_address=ray_address)
 
 
-def _execute(run, json_path: Optional[Path], force: bool = False) -> None:
+def _execute(run, json_path: Optional[Path], force: bool = False,
+             ray_address: Optional[str] = None) -> None:
     from kernelevolve.report.live import LiveView
     from kernelevolve.report.summary import run_summary
 
@@ -149,7 +165,8 @@ def _execute(run, json_path: Optional[Path], force: bool = False) -> None:
                               "(synth, llm): the search has nothing to start from. Pass "
                               "--seed-candidate FILE.")
     with LiveView(run, console) as view:
-        outcome = run.execute(force=force, on_change=view.refresh, on_status=view.set_status)
+        outcome = run.execute(force=force, on_change=view.refresh, on_status=view.set_status,
+                              ray_address=ray_address)
         view.set_status("finished")
     if not console.is_terminal:
         console.line()  # the live view's last frame ends without a newline in logs and pipes
@@ -270,10 +287,13 @@ class _user_errors:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None and issubclass(exc_type, KernelevolveError):
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            # escaped: a message may hold brackets ("pip install 'kernelevolve[ray]'")
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(2)
         if exc_type is not None and issubclass(exc_type, OSError) and not isinstance(exc, BlockingIOError):
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(2)
         return False
 

@@ -26,8 +26,10 @@ class RunConfig:
     # Without an LLM: the built-in synthesizer drafts fused kernels, tune explores their knobs.
     operators: list[str] = field(default_factory=lambda: ["synth", "tune"])
     policy: str = "ucb"
-    workers: int = 1
-    max_in_flight: int | None = None        # default: one evaluation per worker
+    workers: int | None = None              # evaluation slots: 1 local, the cluster's on Ray
+    max_in_flight: int | None = None        # default: one evaluation per slot
+    executor: str = "local"                 # local | ray
+    ray_address: str | None = None          # a Ray cluster; default: a private one on loopback
     seed: int = 0
     budgets: Budgets = field(default_factory=Budgets)
     allow_no_kernel: bool = False
@@ -56,8 +58,11 @@ class RunConfig:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def validate(self) -> None:
-        if self.workers < 1:
+        if self.workers is not None and self.workers < 1:
             raise UsageError(f"--workers {self.workers}: at least one worker is needed")
+        from kernelevolve.executors import check_executor
+
+        check_executor(self.executor, self.ray_address)
         make_policy(self.policy)
         check_names(self.operators)
         if "llm" in self.operators and not self.llm:
@@ -73,7 +78,7 @@ class RunConfig:
 
 
 _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", "notes",
-              "allow_no_kernel", "strict", "max_in_flight", "sandbox"}
+              "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address"}
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup"}
 _LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env", "llm_timeout", "llm_max_concurrency",

@@ -40,6 +40,11 @@ class SandboxError(KernelevolveError):
     """The worker sandbox could not be set up as configured."""
 
 
+class ExecutorError(KernelevolveError):
+    """The evaluation backend cannot go on (cannot reach the Ray cluster, no actor left): the
+    run stops, resumable, instead of recording candidates that nothing measured."""
+
+
 class CppCompileError(RuntimeError):
     """Raised by `load_cpp` when g++ rejects the source; the message holds the failing lines."""
 

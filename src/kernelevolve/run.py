@@ -16,13 +16,13 @@ from typing import Any, Callable
 
 from kernelevolve.config import RunConfig, api_key_var
 from kernelevolve.errors import KernelevolveError, UsageError
-from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+from kernelevolve.harness.evaluate import EvalOptions
 from kernelevolve.harness.integrity import IntegrityPolicy
 from kernelevolve.operators.registry import OperatorDeps, make_operators
 from kernelevolve.problem import load_problem
 from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
-from kernelevolve.search.engine import EngineConfig, SearchEngine
+from kernelevolve.search.engine import EngineConfig, InfraError, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.memory import summarize
 from kernelevolve.search.policies import make_policy
@@ -140,7 +140,9 @@ class Run:
 
     # ---- execution -----------------------------------------------------------------------------
     def execute(self, *, force: bool = False, on_change: Callable[[], None] | None = None,
-                on_status: Callable[[str], None] | None = None) -> dict[str, Any]:
+                on_status: Callable[[str], None] | None = None,
+                ray_address: str | None = None) -> dict[str, Any]:
+        """Run (or continue) the search; `ray_address` overrides the configured cluster."""
         say = on_status or (lambda _msg: None)
         record = self.record
         if record.status == "completed":
@@ -151,19 +153,25 @@ class Run:
             raise RunError(f"{record.problem_path} changed since run {self.id} started; "
                            "results would not be comparable (use --force to continue anyway)")
         cfg = self.config
-        say("starting sandboxed workers")
+        say("starting sandboxed workers" if cfg.executor == "local" else
+            "starting evaluation actors on the Ray cluster")
         options = EvalOptions(timing=cfg.search_timing, integrity=IntegrityPolicy(
             allow_no_kernel=cfg.allow_no_kernel, strict=cfg.strict))
-        from kernelevolve.executors.local import LocalExecutor
+        from kernelevolve.executors import make_executor
 
         llm_config = self._llm_config()
         secret_vars = (api_key_var(llm_config),) if llm_config else ()
-        executor = LocalExecutor(Evaluator(cfg.platform, workers=cfg.workers, options=options,
-                                           sandbox_mode=cfg.sandbox, secret_vars=secret_vars),
-                                 cfg.workers)
+        try:
+            executor = make_executor(cfg, options, secret_vars=secret_vars,
+                                     ray_address=ray_address, on_event=lambda kind, data:
+                                     self.store.add_event(self.id, kind, data))
+        except BaseException:  # no cluster, no sandbox: nothing ran; resume once it is fixed
+            self.store.set_run_status(self.id, "interrupted")
+            raise
         try:
             fingerprint = executor.fingerprint()
             self._check_fingerprint(fingerprint, force)
+            self.store.add_event(self.id, "executor_started", executor.describe())
             meter = CostMeter(self.store, self.id)
             deps = self._operator_deps(problem.path, llm_config, meter)
             self.store.set_run_status(self.id, "running")
@@ -178,7 +186,9 @@ class Run:
                 hooks=hooks, budgets=cfg.budgets, progress=self.progress(graph),
                 problem_path=problem.path, problem_source=Path(problem.path).read_text(),
                 platform=cfg.platform, on_change=on_change,
-                config=EngineConfig(max_in_flight=cfg.max_in_flight or cfg.workers, seed=cfg.seed))
+                # the engine's in-flight bound; the executor itself never runs more than its slots
+                config=EngineConfig(max_in_flight=cfg.max_in_flight or executor.slots,
+                                    seed=cfg.seed))
             self.live_progress = engine.progress
             say("searching")
             try:
@@ -256,7 +266,12 @@ class Run:
         remeasured = []
         for node in finalists:
             path = self._dir() / "nodes" / f"node{node.id}.py"
-            result = asyncio.run(executor.evaluate(problem, path, options)).to_dict()
+            try:
+                result = asyncio.run(executor.evaluate(problem, path, options)).to_dict()
+            except InfraError as exc:  # nothing measured it: no verdict, not a rejection
+                self.store.add_event(self.id, "final_measurement_failed",
+                                     {"node_id": node.id, "reason": str(exc)})
+                continue
             self.store.add_event(self.id, "final_measurement", {"node_id": node.id,
                                                                 "result": result})
             remeasured.append((node.id, result))

@@ -86,6 +86,9 @@ class EvalResult:
     integrity: dict[str, Any] = field(default_factory=dict)
     libraries: list[str] = field(default_factory=list)  # compiled kernels the candidate loaded
     logs: dict[str, str] = field(default_factory=dict)  # tails of the workers' stdout/stderr
+    # Which executor and node measured it (`fingerprint` describes that node's machine): executor,
+    # hostname; with Ray also node_id, node_ip, actor_id and attempts (2+ after a re-queue).
+    measured_on: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:

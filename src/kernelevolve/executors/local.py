@@ -6,6 +6,7 @@ one thread per worker); the search loop stays responsive while evaluations are i
 from __future__ import annotations
 
 import asyncio
+import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,16 +33,23 @@ class LocalExecutor:
     def fingerprint(self) -> dict[str, Any]:
         return self.evaluator.pool.fingerprint()
 
+    def describe(self) -> dict[str, Any]:
+        return {"executor": self.name, "slots": self.slots,
+                "nodes": [{"hostname": socket.gethostname(), "slots": self.slots}]}
+
     async def evaluate(self, problem: Problem, candidate: Path,
                        options: EvalOptions | None = None) -> EvalResult:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._threads, self._evaluate, problem, candidate,
-                                              options)
+            result = await loop.run_in_executor(self._threads, self._evaluate, problem, candidate,
+                                                options)
         except (ProblemError, InfraError):
             raise
         except SandboxError as exc:
             raise InfraError(f"worker sandbox failed: {exc}") from exc
+        result.measured_on = {"executor": self.name, "hostname": socket.gethostname(),
+                              "attempts": 1}
+        return result
 
     def _evaluate(self, problem: Problem, candidate: Path,
                   options: EvalOptions | None) -> EvalResult:
