@@ -118,3 +118,15 @@ def test_an_unreachable_ray_address_is_a_one_line_error_at_once(tmp_path):
         "error: --ray-address 127.0.0.1:1: cannot reach the Ray cluster: Connection refused"]
     r = run_cli("runs", "--workspace", str(tmp_path / "ws"), "--json", timeout=120)
     assert '"status": "interrupted"' in r.stdout  # resumable once the cluster is up
+
+
+def test_resume_with_a_ray_address_needs_a_ray_run(tmp_path):
+    from kernelevolve.run import Run
+
+    run = Run.create(PROBLEM, RunConfig(), seeds=[CANDIDATE], workspace=tmp_path / "ws")
+    run.store.close()
+    r = run_cli("resume", run.id, "--workspace", str(tmp_path / "ws"), "--ray-address",
+                "127.0.0.1:6379", timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"error: --ray-address: run {run.id} evaluates with the local executor, not ray"]

@@ -168,6 +168,24 @@ class ModelNew(nn.Module):
 '''
 
 
+BROKEN_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        raise ValueError("the reference is broken")
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
 class TestOneActor:
     @pytest.fixture(scope="class")
     def executors(self, cluster):
@@ -218,6 +236,18 @@ class TestOneActor:
                                                        fast_options(static_rules=False)))
         assert result.stage == "accepted", result.reason
 
+
+    def test_a_broken_reference_is_the_same_problem_error_as_locally(self, executors, write):
+        from kernelevolve.errors import ProblemError
+
+        problem = load_problem(write("broken/problem.py", BROKEN_PROBLEM))
+        errors = []
+        for name in ("local", "ray"):
+            with pytest.raises(ProblemError) as err:
+                asyncio.run(executors[name].evaluate(problem, CANDIDATE))
+            errors.append(str(err.value))
+        assert errors[0] == errors[1]
+        assert errors[0].startswith(problem.path) and "the reference is broken" in errors[0]
 
     def test_a_remote_nodes_compiled_kernels_come_back_with_the_result(self, executors,
                                                                         monkeypatch):

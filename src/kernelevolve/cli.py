@@ -139,13 +139,14 @@ def resume_cmd(
                                                    "may have changed)."),
 ) -> None:
     """Continue a run that was interrupted or killed."""
-    from kernelevolve.executors import check_executor
+    from kernelevolve.errors import UsageError
     from kernelevolve.run import Run
 
     with _user_errors():
         run = Run.load(run_id, workspace)
-        if ray_address is not None:
-            check_executor(run.config.executor, ray_address)
+        if ray_address is not None and run.config.executor != "ray":
+            raise UsageError(f"--ray-address: run {run.id} evaluates with the "
+                             f"{run.config.executor} executor, not ray")
         _execute(run, json_path, force=force, ray_address=ray_address)
 
 

@@ -131,12 +131,12 @@ def _error_data(exc: Exception) -> dict[str, Any]:
     return data
 
 
-def raise_error(data: dict[str, Any]) -> None:
-    """Driver side: raise again what the actor's evaluation raised (a SandboxError is the
-    node's fault, so the caller treats it as infrastructure)."""
+def raise_error(data: dict[str, Any], problem_path: str) -> None:
+    """Driver side: raise again what the actor's evaluation raised, naming the driver's problem
+    file (a SandboxError is the node's fault, so the caller treats it as infrastructure)."""
     kind = data.get("type")
     if kind == "ProblemError":
-        raise ProblemError(data["path"], data["fault"])
+        raise ProblemError(problem_path, data["fault"])
     cls = {"CandidateError": CandidateError, "PlatformError": PlatformError,
            "SandboxError": SandboxError}.get(kind, SandboxError)
     raise cls(data.get("message", ""))

@@ -62,7 +62,7 @@ class RayExecutor:
         self._live: list[_Slot] = []
         self._unchecked: list[_Slot] = []   # probes cut short when an event loop ended
         self._probes: set[asyncio.Task] = set()
-        self._libraries = Path(tempfile.mkdtemp(prefix="kernelevolve-ray-libs-"))
+        self._libraries: Path | None = None  # remote nodes' kernels, made when one arrives
         self.conn = connect(address)
         self.ray = self.conn.ray
         self._failures = tuple(getattr(self.ray.exceptions, n) for n in _FAILURE_NAMES
@@ -164,7 +164,7 @@ class RayExecutor:
                 if "error" not in reply:
                     return self._result(reply, problem, Path(candidate), attempt)
                 try:
-                    raise_error(reply["error"])  # a problem error stops the run, as locally
+                    raise_error(reply["error"], problem.path)  # a problem error stops the run
                 except SandboxError as exc:       # the node's sandbox, not the candidate
                     reason = f"worker sandbox failed on {slot.node.get('hostname')}: {exc}"
             reasons.append(reason)
@@ -194,7 +194,8 @@ class RayExecutor:
             for slot in slots:
                 self._kill(slot)
         self._live, self._unchecked = [], []
-        shutil.rmtree(self._libraries, ignore_errors=True)
+        if self._libraries is not None:
+            shutil.rmtree(self._libraries, ignore_errors=True)
         if getattr(self, "conn", None) is not None:
             self.conn.close()
 
@@ -273,6 +274,8 @@ class RayExecutor:
         data, node = dict(reply["result"]), reply["node"]
         measured_on = {"executor": self.name, **node, "attempts": attempt}
         if reply.get("libraries"):  # the node's compiled kernels, for the run's artifacts
+            if self._libraries is None:
+                self._libraries = Path(tempfile.mkdtemp(prefix="kernelevolve-ray-libs-"))
             folder = self._libraries / str(node.get("node_id", "node"))[:16]
             folder.mkdir(parents=True, exist_ok=True)
             measured_on["libraries_on_node"] = list(data.get("libraries") or [])
