@@ -88,11 +88,32 @@ static inline float ke_half_erfc_abs(float z) {
     return 0.5f * t * ke_exp_poly(std::fma(-z, z, p));
 }
 
-// Standard normal CDF: Phi(h) = 1 - 0.5 erfc(h / sqrt 2) for h >= 0, 0.5 erfc(-h / sqrt 2) else.
+// erf(x) = x P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4) rounds to 1 in float): a
+// rational minimax fit (the coefficients of Eigen's fast float erf), absolute error < 5e-7,
+// no exp, one division; NaN propagates.
+static inline float ke_erf_rational(float x) {
+    const float xc = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+    const float x2 = xc * xc;
+    float p = -2.72614225801306e-10f;
+    p = std::fma(p, x2, 2.77068142495902e-08f);
+    p = std::fma(p, x2, -2.10102402082508e-06f);
+    p = std::fma(p, x2, -5.69250639462346e-05f);
+    p = std::fma(p, x2, -7.34990630326855e-04f);
+    p = std::fma(p, x2, -2.95459980854025e-03f);
+    p = std::fma(p, x2, -1.60960333262415e-02f);
+    float q = -1.45660718464996e-05f;
+    q = std::fma(q, x2, -2.13374055278905e-04f);
+    q = std::fma(q, x2, -1.68282697438203e-03f);
+    q = std::fma(q, x2, -7.37332916720468e-03f);
+    q = std::fma(q, x2, -1.42647390514189e-02f);
+    return x == x ? xc * p / q : x;
+}
+
+// Standard normal CDF for GELU: Phi(h) = 0.5 (1 + erf(h / sqrt 2)), the formula eager
+// PyTorch's gelu uses (so far negative h gives 0, as there).
 static inline float ke_normal_cdf(float h) {
 #if FAST_EXP
-    const float q = ke_half_erfc_abs(std::fabs(h) * 0.70710678118654752f);
-    return h >= 0.0f ? 1.0f - q : (h == h ? q : h);
+    return 0.5f * (1.0f + ke_erf_rational(h * 0.70710678118654752f));
 #else
     return 0.5f * (1.0f + std::erf(h * 0.70710678118654752f));
 #endif
