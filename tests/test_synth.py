@@ -82,6 +82,18 @@ def test_unsupported_problem_is_explained_and_operator_returns_nothing():
     assert asyncio.run(op.propose(_ctx(problem))) == []
 
 
+def test_optimize_on_an_uncovered_problem_says_why_and_what_to_do(tmp_path):
+    from conftest import run_cli
+
+    proc = run_cli("optimize", str(PROBLEMS / "synth_cumsum.py"), "--workspace",
+                   str(tmp_path / "ws"), "--max-evals", "2", timeout=300)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 0, out
+    assert "no safe improvement" in out
+    assert "the synthesizer: no fusable op: cumsum" in out
+    assert "--seed-candidate FILE or configure an LLM" in out
+
+
 def _ctx(problem, parents=(), seen=()):
     return ProposalContext(problem_path=problem, problem_source="", platform="cpu",
                            parents=tuple(parents), seen_hashes=frozenset(seen), seen_meta=(),

@@ -277,8 +277,11 @@ class Run:
             remeasured.append((node.id, result))
         outcome = decide(remeasured, stop_reason)
         if not graph.candidates():
-            outcome["message"] += ("; nothing to search from: pass --seed-candidate FILE "
-                                   "(built-in drafting arrives with the synth operator)")
+            events = self.store.events(self.id, "synth_not_covered")
+            why = [e.data.get("reason", "") for e in events]
+            drafted = f" (the synthesizer: {why[0]})" if why else ""
+            outcome["message"] += ("; nothing to search from" + drafted + ": pass "
+                                   "--seed-candidate FILE or configure an LLM (--llm)")
         return outcome
 
 
