@@ -12,6 +12,10 @@ EXAMPLES = ROOT / "examples"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 PROBLEMS = Path(__file__).resolve().parent / "problems"
 
+# Triton runs only in its interpreter here (no GPU). Set before anything imports triton: its
+# standard-library functions are made interpretable only when the variable is set at import.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 # Short stage timeouts so the hang tests finish quickly; generous enough for a loaded CI box.
 TEST_STAGE_TIMEOUTS = {"start": 60, "problem": 120, "load": 120, "run": 10, "compile": 600,
                        "timing": 120}

@@ -211,3 +211,39 @@ def test_embedding_lookup_fuses_and_raises_on_a_bad_index(tmp_path, monkeypatch)
         bags[2, 1] = bad
         with pytest.raises(IndexError):
             model(bags)
+
+
+def test_module_constants_read_by_init_are_copied_and_calls_are_not(tmp_path):
+    body = """import math
+import torch
+import torch.nn as nn
+
+DIM = 48
+SCALE = 1 / math.sqrt(DIM)
+UNUSED = 7
+{extra}
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(DIM) * SCALE{use})
+
+    def forward(self, x):
+        return torch.relu(x * self.w)
+
+
+def get_inputs():
+    return [torch.randn(4, DIM)]
+
+
+def get_init_inputs():
+    return []
+"""
+    ok = tmp_path / "consts.py"
+    ok.write_text(body.format(extra="", use=""))
+    source, _ = synthesize(str(ok), "cpp")
+    assert "DIM = 48\nSCALE = 1 / math.sqrt(DIM)" in source and "UNUSED" not in source
+    drawn = tmp_path / "drawn.py"
+    drawn.write_text(body.format(extra="NOISE = torch.randn(DIM)", use=" + NOISE"))
+    text = explain_problem(str(drawn))
+    assert text.startswith("not covered: Model.__init__ reads the module-level NOISE")

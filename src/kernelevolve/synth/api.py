@@ -8,8 +8,13 @@ LANGUAGES = ("cpp", "triton")
 
 
 def make_plan(problem_path: str) -> Plan:
-    """The fusion plan of a problem; raises NotCovered with the reason when there is none."""
-    return plan(capture(str(problem_path)))
+    """The fusion plan of a problem; raises NotCovered with the reason when there is none
+    (including a `Model` whose source the emitters cannot reuse)."""
+    from kernelevolve.synth.module import Reference
+
+    p = plan(capture(str(problem_path)))
+    Reference(str(problem_path))
+    return p
 
 
 def synthesize(problem_path: str, language: str = "cpp") -> tuple[str, Plan]:

@@ -62,7 +62,9 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
         lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
                      f"[ctypes.c_int64] * {ints}{flag}")
         lines.append(f"_lib.{w.k.name}.restype = None")
-    lines += ["", "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
+    lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
+                    if ref.constants else []),
+              "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
               else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
               f"    def forward(self, {', '.join(ref.forward_args)}):"]
     body = forward_prologue(p, ref)

@@ -301,6 +301,8 @@ class KernelWriter:
                 out += [f"{ind}const float v_{n.name} = carry_{n.name};" for n in reds]
                 out.append(f"{ind}const float* next_r = r + 1 < rows ? in0_r + cols : in0_r;"
                            .replace("in0_r", self.inputs[first[0].args[0].name][0]))
+                out += [ind + self.define(n, "c") for n in k.nodes
+                        if n.layout in ("row", "scalar") and n.level == 1 and n.kind != "reduce"]
                 continue
             for n in reds:
                 out.append(f"{ind}float acc_{n.name} = {init[n.op]};")

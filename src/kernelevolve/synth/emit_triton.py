@@ -260,6 +260,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              '    "MAX_BLOCK_COLS": [512, 1024, 2048, 4096, 8192],',
              '    "NUM_WARPS": [1, 2, 4, 8, 16],',
              "}", "", "", kernels, "", "",
+             *(["# Module-level constants Model.__init__ reads.", *ref.constants, "", ""]
+               if ref.constants else []),
              "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
              else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
              f"    def forward(self, {', '.join(ref.forward_args)}):"]

@@ -48,12 +48,55 @@ class Reference:
         if fwd.args.vararg or fwd.args.kwonlyargs:
             raise NotCovered("Model.forward takes *args or keyword-only arguments")
         self.forward_args = [a.arg for a in fwd.args.args[1:]]
+        self.constants: list[str] = []
         if init is None:
             self.init_src = "    def __init__(self):\n        super().__init__()\n"
         else:
             seg = ast.get_source_segment(source, init, padded=True)
             seg = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", seg)
             self.init_src = _reindent(seg, "    ")
+            self.constants = _constants_used(tree, source, init)
+
+
+_PURE_CALLS = {"int", "float", "bool", "tuple", "list", "min", "max", "len", "abs", "round"}
+
+
+def _constants_used(tree: ast.Module, source: str, init: ast.FunctionDef) -> list[str]:
+    """The module-level assignments `Model.__init__` reads (and those they read in turn), in
+    source order, so `ModelNew.__init__` (the same body) finds them: `DIM = 64`,
+    `SCALE = 1 / math.sqrt(DIM)`. A value computed by any other call is not copied: running it
+    again in the candidate could differ (random draws, I/O)."""
+    assigns: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AnnAssign) and node.value else [])
+        for t in targets:
+            for name in ast.walk(t):
+                if isinstance(name, ast.Name):
+                    assigns[name.id] = node
+    needed: list[ast.stmt] = []
+    stack = [n.id for n in ast.walk(init)
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in assigns:
+            continue
+        seen.add(name)
+        node = assigns[name]
+        for call in (c for c in ast.walk(node) if isinstance(c, ast.Call)):
+            fn = call.func
+            pure = (isinstance(fn, ast.Name) and fn.id in _PURE_CALLS) or (
+                isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name)
+                and fn.value.id == "math")
+            if not pure:
+                raise NotCovered(f"Model.__init__ reads the module-level {name}, computed by a "
+                                 f"call ({ast.get_source_segment(source, call)}); not copied")
+        if node not in needed:
+            needed.append(node)
+        stack += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                  and isinstance(n.ctx, ast.Load)]
+    return [ast.get_source_segment(source, n) for n in sorted(needed, key=lambda n: n.lineno)]
 
 
 def _reindent(text: str, indent: str) -> str:
