@@ -2,7 +2,9 @@
 synthesized to C++ and Triton, and run against the reference in-process. Pointwise programs
 mix float, int64, int32 and bool values (negative integers, every fusable op family); row
 programs mix last-dim reductions (sum, mean, amax, amin, var, softmax, layer norm) with
-per-row, per-column (parameters read from module-level constants) and full-size values.
+per-row, per-column (parameters read from module-level constants) and full-size values; mid
+programs reduce (B, F, D) over F, from an input or an embedding lookup, with a prologue and an
+epilogue.
 
 Integers must match exactly; floats within 1e-4. Each program is fixed by its seed, so a
 failure names a reproducible problem (the source is in the assertion message). The C++ drafts
@@ -160,6 +162,63 @@ def get_init_inputs():
 '''
 
 
+MID_PROLOGUE = ["{a} * 1.5 - 0.25", "torch.relu({a})", "{a} * self.w", "{a} + self.b",
+                "torch.tanh({a})", "{a} * {b}", "torch.abs({a})"]
+MID_REDUCE = ["{a}.sum(dim=1)", "{a}.mean(dim=1)", "{a}.amax(dim=1)",
+              "{a}.amin(dim=1, keepdim=True)", "torch.mean({a}, dim=1, keepdim=True)"]
+MID_EPILOGUE = ["torch.sigmoid({m})", "{m} * 2.0 + 1.0", "torch.relu({m})", "{m} + self.b2"]
+
+
+def mid_program(seed: int) -> str:
+    """A reduction over dim 1 of (B, F, D), over an input or an embedding lookup."""
+    rng = random.Random(seed)
+    b, f, d = rng.choice([(4, 7, 33), (8, 32, 64), (3, 5, 129), (13, 3, 17)])
+    lookup = rng.random() < 0.4
+    full = ["e" if lookup else "x"]
+    lines = ["        e = self.emb(idx)"] if lookup else []
+    for step in range(rng.randint(0, 3)):
+        text = rng.choice(MID_PROLOGUE).format(a=full[-1], b=rng.choice(full))
+        lines.append(f"        p{step} = {text}")
+        full.append(f"p{step}")
+    reduce = rng.choice(MID_REDUCE).format(a=full[-1])
+    lines.append(f"        m = {reduce}")
+    out = "m"
+    for step in range(rng.randint(0, 2)):
+        ops = [op for op in MID_EPILOGUE if "keepdim" not in reduce or "b2" not in op]
+        lines.append(f"        q{step} = {rng.choice(ops).format(m=out)}")
+        out = f"q{step}"
+    body = "\n".join(lines)
+    inputs = ("torch.randint(0, 100, (B, F), generator=g)" if lookup
+              else "torch.randn(B, F, D, generator=g)")
+    return f'''import torch
+import torch.nn as nn
+
+B, F, D = {b}, {f}, {d}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, D)
+        self.w = nn.Parameter(torch.randn(D))
+        self.b = nn.Parameter(torch.randn(D))
+        self.b2 = nn.Parameter(torch.randn(D))
+
+    def forward(self, {"idx" if lookup else "x"}):
+{body}
+        return {out} * 1.0
+
+
+def get_inputs():
+    g = torch.Generator().manual_seed({seed})
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
 def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -174,14 +233,16 @@ ROW_SEEDS = [20, 124, *range(8)]
 CASES = ([("pointwise", seed, "cpp") for seed in SEEDS]
          + [("pointwise", seed, "triton") for seed in SEEDS[:6]]
          + [("rows", seed, "cpp") for seed in ROW_SEEDS]
-         + [("rows", seed, "triton") for seed in ROW_SEEDS[:4]])
+         + [("rows", seed, "triton") for seed in ROW_SEEDS[:4]]
+         + [("mid", seed, "cpp") for seed in range(8)]
+         + [("mid", seed, "triton") for seed in range(3)])
 
 
 @pytest.mark.parametrize("family,seed,language", CASES)
 def test_random_program_matches_the_reference(tmp_path, monkeypatch, family, seed, language):
     monkeypatch.setenv("KERNELEVOLVE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    text = (program if family == "pointwise" else row_program)(seed)
+    text = {"pointwise": program, "rows": row_program, "mid": mid_program}[family](seed)
     problem = tmp_path / f"fuzz_{family}_{seed}.py"
     problem.write_text(text)
     source, _ = synthesize(str(problem), language)
