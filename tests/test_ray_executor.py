@@ -131,60 +131,6 @@ PAIRS = [  # (problem, candidate, expected stage)
     (example("softmax"), CORPUS / "bad_segfault.py", "run"),  # a crash is the candidate's
 ]
 
-SEES_RAY = '''"""Right outputs only if nothing of the Ray cluster is visible from the worker."""
-import ctypes
-import os
-from pathlib import Path
-
-import torch
-import torch.nn as nn
-
-from kernelevolve.runtime import load_cpp, ptr
-
-_lib = load_cpp(r"""
-#include <cstdint>
-extern "C" void scale_shift(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * 3.0f + 0.5f;
-}
-""", name="sees_ray")
-_lib.scale_shift.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-
-
-def _visible():
-    seen = [str(d) for d in (Path("/tmp/ray"), Path.home() / ".ray")
-            if d.is_dir() and any(d.iterdir())]
-    return seen + sorted(k for k in os.environ if k.startswith("RAY_"))
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        seen = _visible()
-        if seen:
-            raise RuntimeError(f"the cluster is visible: {seen}")
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        _lib.scale_shift(ptr(x), ptr(y), x.numel())
-        return y
-'''
-
-
-BROKEN_PROBLEM = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        raise ValueError("the reference is broken")
-
-
-def get_inputs():
-    return [torch.randn(4, 4)]
-
-
-def get_init_inputs():
-    return []
-'''
-
 
 class TestOneActor:
     @pytest.fixture(scope="class")
@@ -227,20 +173,18 @@ class TestOneActor:
         assert there.libraries and all(Path(p).is_file() for p in there.libraries)
         assert executors["events"] == []  # nothing died, nothing re-queued
 
-    def test_candidates_on_an_actor_cannot_see_the_cluster(self, executors, tmp_path):
+    def test_candidates_on_an_actor_cannot_see_the_cluster(self, executors):
         assert any(Path("/tmp/ray").iterdir())  # the session folder is there on the host
-        cand = tmp_path / "sees_ray.py"
-        cand.write_text(SEES_RAY)
+        cand = PROBLEMS / "ray_hidden_candidate.py"
         # static rules off: the runtime isolation alone must hold (os.environ, Path.iterdir)
         result = asyncio.run(executors["ray"].evaluate(load_problem(PROBLEM), cand,
                                                        fast_options(static_rules=False)))
         assert result.stage == "accepted", result.reason
 
-
-    def test_a_broken_reference_is_the_same_problem_error_as_locally(self, executors, write):
+    def test_a_broken_reference_is_the_same_problem_error_as_locally(self, executors):
         from kernelevolve.errors import ProblemError
 
-        problem = load_problem(write("broken/problem.py", BROKEN_PROBLEM))
+        problem = load_problem(PROBLEMS / "broken_reference.py")
         errors = []
         for name in ("local", "ray"):
             with pytest.raises(ProblemError) as err:

@@ -1,22 +1,16 @@
 """Integrity rules of the static gate (harness/static_rules.py): each rule on a small source, the
-legitimate patterns it must leave alone, the finding format, and the example and corpus files."""
+legitimate patterns it must leave alone, and the finding format. Whole files (examples and the
+corpus): test_static_corpus.py."""
 from __future__ import annotations
 
 import ast
 import re
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from kernelevolve.harness.static import defines_model_new
 from kernelevolve.harness.static_rules import find_violations
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "corpus"
-EXAMPLE_CANDIDATES = sorted(ROOT.glob("examples/*/candidate_*.py"))
-GOOD_CORPUS = sorted(CORPUS.glob("good_*.py"))
-BAD_CORPUS = sorted(CORPUS.glob("bad_*.py"))
 
 PRELUDE = """\
 import ctypes
@@ -355,72 +349,3 @@ def test_import_and_use_both_reported_distinctly():
 def test_if_main_block_still_checked():
     found = findings("if __name__ == '__main__':\n    exec('print(1)')\n")
     assert any("`exec` is not allowed" in f for f in found)
-
-
-# ---- examples and corpus ------------------------------------------------------------------------
-
-def _header(path: Path) -> dict[str, str]:
-    from test_corpus import header
-
-    return header(path)
-
-
-def _stages(path: Path) -> set[str]:
-    """The `# expect:` stages (`run|correctness` allows either)."""
-    expect = _header(path).get("expect", "")
-    return {s.strip() for s in expect.split("|") if s.strip()}
-
-
-def _file_findings(path: Path) -> list[str]:
-    source = path.read_text()
-    return find_violations(ast.parse(source, filename=str(path)), source, path.name)
-
-
-def test_examples_and_good_corpus_found():
-    assert len(EXAMPLE_CANDIDATES) >= 6 and GOOD_CORPUS
-
-
-LEGIT = EXAMPLE_CANDIDATES + GOOD_CORPUS
-
-
-@pytest.mark.parametrize("path", LEGIT, ids=[f"{p.parent.name}/{p.name}" for p in LEGIT])
-def test_legitimate_candidates_pass(path):
-    assert _file_findings(path) == []
-
-
-def _static_rule_cases() -> list[Path]:
-    """bad_* files that must stop at the static gate because of these rules (not because they do
-    not parse or lack ModelNew, which static.py reports before the rules run)."""
-    cases = []
-    for path in BAD_CORPUS:
-        if _stages(path) != {"static"}:
-            continue
-        try:
-            tree = ast.parse(path.read_text())
-        except SyntaxError:
-            continue
-        if defines_model_new(tree):
-            cases.append(path)
-    return cases
-
-
-STATIC_BAD = _static_rule_cases()
-
-
-@pytest.mark.parametrize("path", STATIC_BAD, ids=[p.name for p in STATIC_BAD])
-def test_static_bad_corpus_rejected_with_reason(path):
-    found = _file_findings(path)
-    reasons = [r.strip().lower() for r in _header(path).get("reason", "").split("|")]
-    assert found, f"{path.name}: no finding"
-    assert any(r in f.lower() for r in reasons for f in found), \
-        f"{path.name}: lacks {reasons!r}: {found}"
-
-
-OTHER_BAD = [p for p in BAD_CORPUS if _stages(p) and "static" not in _stages(p)]
-
-
-@pytest.mark.parametrize("path", OTHER_BAD, ids=[p.name for p in OTHER_BAD])
-def test_runtime_bad_corpus_passes_static_rules(path):
-    """A corpus file meant to be caught later (run, correctness, ...) must get past these rules,
-    or it would stop at the static gate and prove nothing about the later defence."""
-    assert _file_findings(path) == []

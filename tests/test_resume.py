@@ -1,0 +1,242 @@
+"""`kernelevolve resume` after a SIGKILL: mid-search, while re-measuring the finalists, and
+with a changed machine fingerprint. Real processes, real SQLite, real sandboxed workers.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelevolve.operators.tunables import read_config
+from test_optimize import (CANDIDATE, CLI_TIMEOUT, PROBLEM, cli, fast_timing, one_line,
+                           show)
+
+pytestmark = pytest.mark.slow
+
+
+# ---- SIGKILL mid-run, then resume -------------------------------------------------------------
+
+def _query(db: Path, sql: str) -> tuple | None:
+    """One row of `sql` through a read-only connection; None while the store is not there yet."""
+    if not db.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return conn.execute(sql).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:  # created but not yet migrated
+        return None
+
+
+def _killed_optimize(tmp_path: Path, ws: Path, max_evals: int, ready_sql: str,
+                     ) -> tuple[str, set[tuple[int, str]]]:
+    """Start `optimize` in its own process group, SIGKILL the group as soon as `ready_sql`
+    (a one-value query on the store) returns true, wait until its sandboxed workers are gone
+    too; returns the run id and the worker processes seen."""
+    db = ws / "kernelevolve.db"
+    log_path = tmp_path / "optimize.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelevolve.cli", "optimize", str(PROBLEM),
+             "--seed-candidate", str(CANDIDATE), "--operator", "tune",
+             "--max-evals", str(max_evals),
+             "--workspace", str(ws)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    workers: set[tuple[int, str]] = set()
+    deadline = time.monotonic() + CLI_TIMEOUT
+    try:
+        while not (_query(db, ready_sql) or (0,))[0]:
+            workers |= _descendants(proc.pid)
+            assert proc.poll() is None, ("optimize ended before it could be killed:\n"
+                                         + log_path.read_text())
+            assert time.monotonic() < deadline, f"optimize never reached: {ready_sql}"
+            time.sleep(0.05)
+        workers |= _descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: its pgid is its pid
+    finally:
+        if proc.poll() is None:  # a failed assertion above: do not leave it running
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert workers, "optimize had no worker processes while it evaluated"
+    # The sandboxed workers (their own sessions, so killpg does not reach them) die with it.
+    deadline = time.monotonic() + 15
+    while _alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(workers), f"worker processes outlived the killed run: {_alive(workers)}"
+    return _query(db, "SELECT id FROM runs")[0], workers
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, start time) for every process visible in /proc."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+        table[int(entry)] = (int(fields[1]), fields[19])
+    return table
+
+
+def _descendants(pid: int) -> set[tuple[int, str]]:
+    table = _process_table()
+    found, frontier = set(), [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, start) in table.items():
+            if ppid == parent and (child, start) not in found:
+                found.add((child, start))
+                frontier.append(child)
+    return found
+
+
+def _alive(procs: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    alive = set()
+    for pid, start in procs:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[19] == start and fields[0] != "Z":  # same process, not a zombie
+            alive.add((pid, start))
+    return alive
+
+
+def _snapshot(ws: Path, run_id: str) -> dict:
+    from kernelevolve.store import Store
+
+    with Store.open(ws) as store:
+        run = store.get_run(run_id)
+        return {"status": run.status, "fingerprint": run.fingerprint, "elapsed_s": run.elapsed_s,
+                "nodes": {n.id: (n.parents, n.operator, n.source_hash)
+                          for n in store.nodes(run_id)},
+                "evaluations": dict(store.evaluations(run_id))}
+
+
+def test_sigkill_then_resume_repeats_no_evaluation(tmp_path):
+    from kernelevolve.store import Store
+
+    ws, max_evals = tmp_path / "ws", 8
+    run_id, _ = _killed_optimize(tmp_path, ws, max_evals,
+                                 "SELECT COUNT(*) >= 2 FROM evaluations")
+
+    before = _snapshot(ws, run_id)
+    assert before["status"] != "completed"
+    e1 = len(before["evaluations"])
+    assert 2 <= e1 < max_evals
+
+    # A changed platform fingerprint refuses the resume, names what changed, changes nothing.
+    with Store.open(ws) as store:
+        store.update_fingerprint(run_id, {**before["fingerprint"], "torch": "0.0-test"})
+    r = cli("resume", run_id, "--workspace", ws)
+    assert r.returncode == 2, r.stdout + r.stderr
+    msg = one_line(r.stderr)
+    assert "torch" in msg and "0.0-test" in msg and "--force" in msg
+    with Store.open(ws) as store:
+        store.update_fingerprint(run_id, before["fingerprint"])  # put the real machine back
+    assert _snapshot(ws, run_id) == before
+
+    r = cli("resume", run_id, "--workspace", ws)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+
+    after = _snapshot(ws, run_id)
+    assert after["status"] == "completed"
+    assert len(after["evaluations"]) == max_evals  # the budget counted the pre-kill evaluations
+    assert after["elapsed_s"] > before["elapsed_s"] > 0  # so did the wall-time clock
+    # No duplicated root or seed, no source twice, nothing evaluated twice or rewritten.
+    nodes = after["nodes"]
+    assert [nid for nid, (parents, _, _) in nodes.items() if parents == ()] == [0]
+    assert sum(op == "seed" for _, op, _ in nodes.values()) == 1
+    hashes = [h for _, _, h in nodes.values()]
+    assert len(hashes) == len(set(hashes))
+    assert set(after["evaluations"]) <= set(nodes) - {0}
+    for nid, spec in before["nodes"].items():
+        assert nodes[nid] == spec
+    for nid, result in before["evaluations"].items():
+        assert after["evaluations"][nid] == result, f"node {nid} was evaluated again"
+    # A node in flight at the kill (stored, not yet measured) is measured under its own id.
+    assert set(before["nodes"]) - {0} <= set(after["evaluations"])
+    with Store.open(ws) as store:
+        assert store.eval_count(run_id) == max_evals
+        events = [e.kind for e in store.events(run_id)]
+    assert events.count("stopped") == 1  # the killed session never reached its end
+    summary = show(ws, run_id)
+    assert summary["status"] == "completed" and summary["evaluations"] == max_evals
+    assert read_config(summary["best_source"])["REPEAT"] == 1
+
+    r = cli("resume", run_id, "--workspace", ws)  # a finished run is not run again
+    assert r.returncode == 2 and "already completed" in one_line(r.stderr)
+
+
+def test_changed_fingerprint_needs_force(tmp_path):
+    """A run that never got going (created, not executed) with a stored fingerprint from
+    'another machine': resume refuses, --force proceeds, notes it, and records the new one."""
+    from kernelevolve.config import RunConfig
+    from kernelevolve.run import Run
+    from kernelevolve.search.termination import Budgets
+
+    ws = tmp_path / "ws"
+    config = RunConfig(budgets=Budgets(max_evals=2), final_top_k=1,
+                       search_timing=fast_timing(), final_timing=fast_timing())
+    run = Run.create(PROBLEM, config, seeds=[CANDIDATE], workspace=ws)
+    run.store.update_fingerprint(run.id, {"platform": "cpu", "torch": "0.0-test"})
+    run.store.set_run_status(run.id, "interrupted")
+    run.store.close()
+
+    r = cli("resume", run.id, "--workspace", ws)
+    assert r.returncode == 2
+    msg = one_line(r.stderr)
+    assert "torch" in msg and "0.0-test" in msg and "--force" in msg
+    assert _snapshot(ws, run.id)["evaluations"] == {}
+
+    r = cli("resume", run.id, "--workspace", ws, "--force")
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    loaded = Run.load(run.id, ws)
+    assert loaded.status == "completed"
+    assert loaded.store.eval_count(run.id) == 2
+    assert loaded.record.fingerprint.get("torch") not in (None, "0.0-test")
+    changed = loaded.store.events(run.id, "fingerprint_changed")
+    assert [e.data["keys"] for e in changed] == [["torch"]]
+
+
+def test_sigkill_while_remeasuring_finalists_then_resume(tmp_path):
+    """Killed after the search stopped, between two finalists' re-measurements: resume measures
+    no new candidate, re-measures the finalists and reports that session's measurements."""
+    ws, max_evals = tmp_path / "ws", 2
+    run_id, _ = _killed_optimize(tmp_path, ws, max_evals,
+                                 "SELECT COUNT(*) FROM events WHERE kind = 'final_measurement'")
+    before = _snapshot(ws, run_id)
+    assert before["status"] != "completed" and len(before["evaluations"]) == max_evals
+
+    r = cli("resume", run_id, "--workspace", ws)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    after = _snapshot(ws, run_id)
+    assert after["status"] == "completed"
+    assert after["nodes"] == before["nodes"] and after["evaluations"] == before["evaluations"]
+    summary = show(ws, run_id)
+    outcome, best = summary["outcome"], summary["best"]
+    assert outcome["message"] and "evaluation budget" in outcome["stop_reason"]
+    if best is not None:  # the best node's case timings come from the session that decided
+        from kernelevolve.store import Store
+
+        with Store.open(ws) as store:
+            finals = [e.data["result"] for e in store.events(run_id, "final_measurement")
+                      if e.data["node_id"] == best["node_id"]]
+        assert [c["cand_ms"] for c in summary["best_cases"]] == \
+            [c["cand_ms"] for c in finals[-1]["cases"] if not c.get("held_out")]
