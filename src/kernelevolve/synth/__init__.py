@@ -6,6 +6,7 @@
     plan.py         group the IR into row/elementwise kernels and torch-kept ops; explain()
     plan_mid.py     kernels that reduce over a middle dim
     module.py       Python glue shared by the emitters (ModelNew.__init__, torch-kept steps)
+    writer.py       operand typing (torch's promotion) and the kernel writers' shared base
     cpp_expr.py     C++ spelling of one node; cpp_prelude.py: the kernels' shared helpers
     emit_cpp.py     C++/OpenMP kernel bodies; cpp_module.py: the candidate module around them
     triton_expr.py  Triton spelling of one node and jit helpers

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from kernelevolve.synth.capture import NotCovered, Ref
 from kernelevolve.synth.kernel import KNode
+from kernelevolve.synth.writer import INTS
 
 CTYPE = {"float32": "float", "bool": "bool", "int64": "int64_t", "int32": "int32_t"}
-INTS = ("int64", "int32")
 # Ops worth caching between passes and that weigh in the parallel threshold.
 EXPENSIVE = {"exp", "sigmoid", "tanh", "erf", "gelu", "gelu_tanh", "log", "sin", "cos", "log1p",
              "expm1", "exp2", "log2", "pow"}
-COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"}
-_RANK = {"bool": 0, "int32": 1, "int64": 2, "float32": 3}
 
 
 def lit(a, dtype: str = "float32") -> str:
@@ -31,29 +29,6 @@ def lit(a, dtype: str = "float32") -> str:
             return "INFINITY" if f > 0 else "(-INFINITY)"
         return f"{f!r}f"
     raise NotCovered(f"cannot write {a!r} as a C++ literal")
-
-
-def promote(dtypes: list[str]) -> str:
-    """torch's type promotion for a comparison's operands: tensors by category, then Python
-    scalars ("float", "int") only when they are of a higher category."""
-    tensors = [d for d in dtypes if d in _RANK]
-    t = max(tensors, key=_RANK.get) if tensors else "float32"
-    if "float" in dtypes and t != "float32":
-        return "float32"
-    if "int" in dtypes and t == "bool":
-        return "int64"
-    return t
-
-
-def compute_dtype(n: KNode, operand_dtypes: list[str]) -> str:
-    """The type a node computes in (its operands are cast to it)."""
-    if n.kind == "binary" and n.op in COMPARE:
-        return promote(operand_dtypes)
-    if n.kind in ("cast", "view") or (n.kind == "unary" and n.op == "not"):
-        return operand_dtypes[0]
-    if n.kind == "bucketize":
-        return operand_dtypes[0]
-    return n.dtype
 
 
 def _int_expr(n: KNode, x: list[str], t: str) -> str | None:

@@ -15,17 +15,14 @@ either value like any other candidate.
 from __future__ import annotations
 
 from kernelevolve.synth.capture import Ref
-from kernelevolve.synth.cpp_expr import CTYPE, EXPENSIVE, compute_dtype, expr, lit
+from kernelevolve.synth.cpp_expr import CTYPE, EXPENSIVE, expr, lit
 from kernelevolve.synth.module import doc_of
 from kernelevolve.synth.plan import KNode, Kernel
+from kernelevolve.synth.writer import KernelWriterBase
 
-class KernelWriter:
+class KernelWriter(KernelWriterBase):
     def __init__(self, k: Kernel):
-        self.k = k
-        self.nodes = {n.name: n for n in k.nodes}
-        self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
-        self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
-        self.gathers = [n for n in k.nodes if n.kind == "gather"]
+        super().__init__(k)
         self.col = "c"             # the column index inside the current loop (gathers)
 
     def ref(self, a, idx: str, dtype: str = "float32") -> str:
@@ -38,15 +35,6 @@ class KernelWriter:
                     "index": f"{arg}[o * nred + f]"}[inp.layout]
         return "v_" + a.name
 
-    def dtype(self, a) -> str:
-        if isinstance(a, bool):
-            return "bool"
-        if not isinstance(a, Ref):
-            return "int" if isinstance(a, int) else "float"
-        if a.name in self.inputs:
-            return self.inputs[a.name][1].dtype
-        return self.nodes[a.name].dtype
-
     def layout(self, a) -> str:
         if not isinstance(a, Ref):
             return "scalar"
@@ -57,16 +45,12 @@ class KernelWriter:
     def define(self, n: KNode, idx: str) -> str:
         if n.kind == "gather":
             return f"const float v_{n.name} = gp_{n.name}[{self.col}];"
-        dts = [self.dtype(a) for a in n.args]
-        t = compute_dtype(n, dts)
+        t, operands = self.operands(n)
         x = []
-        for j, (a, d) in enumerate(zip(n.args, dts)):
-            keep = (n.kind == "where" and j == 0) or (n.kind == "bucketize" and j == 1) or \
-                (n.kind in ("cast", "view"))
-            v = self.ref(a, idx, d if keep or not isinstance(a, Ref) and d == "bool" else t)
-            if isinstance(a, Ref) and not keep and d != t:
-                v = f"({CTYPE[t]})({v})"
-            x.append(v)
+        for a, d, cast in operands:
+            # a literal takes the compute type (a bool literal stays bool)
+            v = self.ref(a, idx, d if not cast and (isinstance(a, Ref) or d == "bool") else t)
+            x.append(f"({CTYPE[t]})({v})" if cast else v)
         uniform = n.op == "div" and len(n.args) > 1 and self.layout(n.args[1]) in ("row", "scalar")
         return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x, uniform, t)};"
 

@@ -10,21 +10,17 @@ they enter a reduction. Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=
 from __future__ import annotations
 
 from kernelevolve.synth.capture import Ref
-from kernelevolve.synth.cpp_expr import INTS, compute_dtype
-from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit
 from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
                                        forward_prologue, imports_of, new_like, out_shape_expr,
                                        problem_name, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, Plan
+from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit
+from kernelevolve.synth.writer import INTS, KernelWriterBase
 
 
-class _KernelWriter:
+class _KernelWriter(KernelWriterBase):
     def __init__(self, k: Kernel):
-        self.k = k
-        self.nodes = {n.name: n for n in k.nodes}
-        self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
-        self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
-        self.gathers = [n for n in k.nodes if n.kind == "gather"]
+        super().__init__(k)
         self.width, self.cols = "cols", "cols_idx[None, :]"   # a gathered row's columns
 
     def ref(self, a, dtype: str = "float32") -> str:
@@ -35,30 +31,14 @@ class _KernelWriter:
             return arg if inp.layout in ("table", "gtable") else "x_" + arg
         return "v_" + a.name
 
-    def dtype(self, a) -> str:
-        if isinstance(a, bool):
-            return "bool"
-        if not isinstance(a, Ref):
-            return "int" if isinstance(a, int) else "float"
-        if a.name in self.inputs:
-            return self.inputs[a.name][1].dtype
-        return self.nodes[a.name].dtype
-
     def define(self, n: KNode) -> str:
         if n.kind == "gather":
             table = self.inputs[n.args[0].name][0]
             return (f"v_{n.name} = tl.load({table} + g_{n.name} * {self.width} + {self.cols}, "
                     "mask=mask, other=0.0)")
-        dts = [self.dtype(a) for a in n.args]
-        t = compute_dtype(n, dts)
-        x = []
-        for j, (a, d) in enumerate(zip(n.args, dts)):
-            keep = (n.kind == "where" and j == 0) or (n.kind == "bucketize" and j == 1) or \
-                n.kind in ("cast", "view")
-            v = self.ref(a, t)
-            if isinstance(a, Ref) and not keep and d != t:
-                v = f"{v}.to({TL[t]})"
-            x.append(v)
+        t, operands = self.operands(n)
+        x = [f"{self.ref(a, t)}.to({TL[t]})" if cast else self.ref(a, t)
+             for a, _, cast in operands]
         e = expr(n, x, t)
         if n.dtype in INTS and n.kind not in ("view", "cast"):
             e = f"({e}).to({TL[n.dtype]})"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kernelevolve.synth.capture import NotCovered, Ref
-from kernelevolve.synth.cpp_expr import INTS
 from kernelevolve.synth.kernel import KNode
+from kernelevolve.synth.writer import INTS
 
 TL = {"float32": "tl.float32", "int64": "tl.int64", "int32": "tl.int32", "bool": "tl.int1"}
 # Python-rounding integer helpers and bucketize, emitted once into modules that use them.
