@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from kernelevolve.synth.cpp_prelude import PRELUDE
 from kernelevolve.synth.emit_cpp import KernelWriter
-from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
-                                       forward_prologue, ident, imports_of, new_like,
-                                       out_shape_expr, problem_name, torch_step, var)
+from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
+                                       ident, imports_of, problem_name, table_args, torch_step,
+                                       var)
 from kernelevolve.synth.plan import Kernel, Plan
 
 
@@ -79,21 +79,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
 
 
 def _call(k: Kernel, g, ref: Reference) -> list[str]:
-    out = [f"# {doc_of(k)}"]
-    names = []
-    for j, i in enumerate(k.inputs):
-        src = var(g, i.name, ref)
-        out.append(f"{k.name}_in{j} = {src}.contiguous()")
-        names.append(f"{k.name}_in{j}")
-    named = dict(zip([i.name for i in k.inputs], names))
-    out.append(f"{k.name}_shape = {domain_shape_expr(k, named)}")
-    for o in k.outputs:
-        shape = out_shape_expr(k, o, f"{k.name}_shape")
-        if new_like(k, o, shape, named):
-            out.append(f"{var(g, o.name, ref)} = torch.empty_like({named[k.domain_of]})")
-            continue
-        out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
-                   f"device={names[0]}.device)")
+    out, names = call_setup(k, g, ref)
     outs = [var(g, o.name, ref) for o in k.outputs]
     args = [f"{n}.data_ptr()" for n in names + outs]
     numel = f"{k.name}_shape.numel()"
@@ -106,8 +92,7 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     else:
         out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")
         args += [f"{numel} // {k.name}_cols", f"{k.name}_cols"]
-    args += [f"{n}.numel()" if i.layout == "table" else f"{n}.shape[0]"
-             for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable")]
+    args += table_args(k, names)
     gathers = any(n.kind == "gather" for n in k.nodes)
     if gathers:
         out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32)")

@@ -10,9 +10,9 @@ they enter a reduction. Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=
 from __future__ import annotations
 
 from kernelevolve.synth.capture import Ref
-from kernelevolve.synth.module import (Reference, doc_of, domain_shape_expr, forward_epilogue,
-                                       forward_prologue, imports_of, new_like, out_shape_expr,
-                                       problem_name, torch_step, var)
+from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_epilogue,
+                                       forward_prologue, imports_of, problem_name, table_args,
+                                       torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, Plan
 from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit
 from kernelevolve.synth.writer import INTS, KernelWriterBase
@@ -254,22 +254,9 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
 
 
 def _call(k: Kernel, g, ref: Reference) -> list[str]:
-    out = [f"# {doc_of(k)}"]
-    names = []
-    for j, i in enumerate(k.inputs):
-        out.append(f"{k.name}_in{j} = {var(g, i.name, ref)}.contiguous()")
-        names.append(f"{k.name}_in{j}")
-    named = dict(zip([i.name for i in k.inputs], names))
+    out, names = call_setup(k, g, ref)
     shape = f"{k.name}_shape"
-    out.append(f"{shape} = {domain_shape_expr(k, named)}")
-    for o in k.outputs:
-        if new_like(k, o, out_shape_expr(k, o, shape), named):
-            out.append(f"{var(g, o.name, ref)} = torch.empty_like({named[k.domain_of]})")
-            continue
-        out.append(f"{var(g, o.name, ref)} = torch.empty({out_shape_expr(k, o, shape)}, "
-                   f"dtype=torch.{o.dtype}, device={names[0]}.device)")
-    tables = "".join(f", {n}.numel()" if i.layout == "table" else f", {n}.shape[0]"
-                     for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable"))
+    tables = "".join(f", {a}" for a in table_args(k, names))
     gathers = any(n.kind == "gather" for n in k.nodes)
     if gathers:
         out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32, device={names[0]}.device)")

@@ -188,6 +188,31 @@ def domain_shape_expr(k: Kernel, named: dict[str, str]) -> str:
     return f"torch.Size(tuple({named[idx]}.shape) + ({named[table]}.shape[1],))"
 
 
+def call_setup(k: Kernel, g: Graph, ref: Reference) -> tuple[list[str], list[str]]:
+    """The forward lines before a kernel launch: its inputs made contiguous (`k0_in0`...), the
+    domain shape (`k0_shape`) and the outputs allocated; returns (lines, input names)."""
+    out = [f"# {doc_of(k)}"]
+    names = [f"{k.name}_in{j}" for j in range(len(k.inputs))]
+    out += [f"{n} = {var(g, i.name, ref)}.contiguous()" for n, i in zip(names, k.inputs)]
+    named = dict(zip([i.name for i in k.inputs], names))
+    out.append(f"{k.name}_shape = {domain_shape_expr(k, named)}")
+    for o in k.outputs:
+        shape = out_shape_expr(k, o, f"{k.name}_shape")
+        if new_like(k, o, shape, named):
+            out.append(f"{var(g, o.name, ref)} = torch.empty_like({named[k.domain_of]})")
+        else:
+            out.append(f"{var(g, o.name, ref)} = torch.empty({shape}, dtype=torch.{o.dtype}, "
+                       f"device={names[0]}.device)")
+    return out, names
+
+
+def table_args(k: Kernel, names: list[str]) -> list[str]:
+    """The lengths a kernel takes after its shape arguments: bucketize boundaries (numel) and
+    embedding tables (rows)."""
+    return [f"{n}.numel()" if i.layout == "table" else f"{n}.shape[0]"
+            for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable")]
+
+
 def new_like(k: Kernel, out, shape: str, named: dict[str, str]) -> bool:
     """The output has the domain input's shape and dtype: allocate it with `empty_like` (a
     microsecond cheaper than `torch.empty(shape, dtype=, device=)` on every call)."""
