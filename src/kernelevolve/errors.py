@@ -54,3 +54,8 @@ class CppCompileError(RuntimeError):
 
     def __reduce__(self):
         return (type(self), (str(self), self.log))
+
+
+class NativeLibraryRejected(CppCompileError):
+    """Raised by `load_cpp` inside the harness when the driver's inspection of the compiled
+    library refuses it (a Python C-API import, raw system calls, ...); the message names why."""

@@ -2,7 +2,12 @@
 
 Compiled with `g++ -O3 -march=native -fopenmp -fPIC -shared -std=c++17` plus the caller's flags
 (about 0.2 s for a small kernel, versus ~25 s for torch's `load_inline`). Libraries are cached by
-a hash of source, flags and compiler version, so a candidate evaluated twice compiles once.
+a hash of source, flags and compiler version, so a candidate evaluated twice compiles once, and a
+cached library is loaded only if its bytes match the hash recorded when it was built.
+
+Inside a harness job the candidate's process may not run a compiler or write files: there the
+harness installs a build service (`set_build_service`) and `load_cpp` asks the driver, which
+compiles in a separate sandbox, inspects the library, and answers with a read-only path.
 """
 from __future__ import annotations
 
@@ -14,16 +19,24 @@ import re
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kernelevolve import knobs
-from kernelevolve.errors import CppCompileError
+from kernelevolve.errors import CppCompileError, NativeLibraryRejected
 from kernelevolve.runtime import launches
+from kernelevolve.runtime.cpp_cache import LibraryCache
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
 _MAX_ERROR_LINES = 40
 _loaded: list[str] = []
+# Set inside harness jobs: (source, flags, name) -> {"ok", "path"} or {"ok": False, "kind", ...}
+_build_service: Callable[[str, tuple[str, ...], str], dict] | None = None
+
+
+def set_build_service(service: Callable[[str, tuple[str, ...], str], dict] | None) -> None:
+    global _build_service
+    _build_service = service
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,16 +88,51 @@ def load_cpp(source: str, *, name: str | None = None, flags: Sequence[str] = ())
     if not isinstance(source, str) or not source.strip():
         raise CppCompileError("load_cpp: source must be a non-empty string of C++ code")
     flags = tuple(str(f) for f in flags)
+    stem = library_stem(name)
+    if _build_service is not None:
+        lib_path = _built_by_service(source, flags, stem)
+    else:
+        lib_path = str(build(source, flags, stem, LibraryCache(knobs.cache_dir() / "cpp"))[0])
+    _loaded.append(lib_path)
+    return KernelLibrary(lib_path)
+
+
+def library_stem(name: str | None) -> str:
+    return _NAME_RE.sub("_", name or "kernel")[:48] or "kernel"
+
+
+def _built_by_service(source: str, flags: tuple[str, ...], stem: str) -> str:
+    assert _build_service is not None
+    reply = _build_service(source, flags, stem)
+    if reply.get("ok") and isinstance(reply.get("path"), str):
+        return reply["path"]
+    message = str(reply.get("message") or "load_cpp: the build service refused the library")
+    if reply.get("kind") == "inspection":
+        raise NativeLibraryRejected(message)
+    raise CppCompileError(message, str(reply.get("log") or ""))
+
+
+Runner = Callable[[Path], "tuple[list[str], dict[str, str] | None]"]
+
+
+def build(source: str, flags: tuple[str, ...], stem: str, cache: LibraryCache, *,
+          runner: Runner | None = None) -> tuple[Path, dict]:
+    """The cached library for (source, flags, compiler) and its manifest, compiling it when
+    missing or when the cached bytes no longer match their recorded hash. `runner(workdir)`
+    gives the command prefix and environment to compile with (the harness: a sandbox with an
+    allowlisted environment, `workdir` its only writable folder)."""
     cxx = knobs.cxx()
-    version = compiler_version(cxx)
-    key = cache_key(source, flags, version)
-    stem = _NAME_RE.sub("_", name or "kernel")[:48] or "kernel"
-    out_dir = knobs.cache_dir() / "cpp"
-    lib_path = out_dir / f"{stem}-{key[:20]}.so"
-    if not lib_path.exists():
-        _compile(source, flags, cxx, out_dir, lib_path, stem)
-    _loaded.append(str(lib_path))
-    return KernelLibrary(str(lib_path))
+    key = cache_key(source, flags, compiler_version(cxx))
+    with cache.locked(key):
+        found = cache.lookup(stem, key)
+        if found is not None:
+            return found
+        cache.root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="kecc-", dir=cache.root) as tmp:
+            prefix, env = runner(Path(tmp)) if runner else ([], None)
+            built = compile_library(source, flags, cxx, Path(tmp), stem, prefix=prefix, env=env)
+            return cache.store(stem, key, built, name=stem, flags=list(flags),
+                               compiler=compiler_version(cxx))
 
 
 def loaded_libraries() -> list[str]:
@@ -92,22 +140,26 @@ def loaded_libraries() -> list[str]:
     return list(dict.fromkeys(_loaded))
 
 
-def _compile(source: str, flags: tuple[str, ...], cxx: str, out_dir: Path, lib_path: Path,
-             stem: str) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kecc-", dir=out_dir) as tmp:
-        src = Path(tmp) / f"{stem}.cpp"
-        src.write_text(source)
-        tmp_lib = Path(tmp) / f"{stem}.so"
-        cmd = [cxx, *BASE_FLAGS, *flags, str(src), "-o", str(tmp_lib)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
-            raise CppCompileError(f"load_cpp: {cxx} took over 300 s compiling {stem}.cpp") from None
-        if proc.returncode != 0:
-            log = proc.stderr.replace(str(src), f"{stem}.cpp")
-            raise CppCompileError(_summarise_errors(log, stem), log)
-        os.replace(tmp_lib, lib_path)  # atomic: concurrent workers never load half a file
+def compile_library(source: str, flags: tuple[str, ...], cxx: str, workdir: Path, stem: str, *,
+                    prefix: Sequence[str] = (), env: dict[str, str] | None = None,
+                    timeout: float = 300) -> Path:
+    """Run the compiler on `source` in `workdir`; returns the built library's path there."""
+    src = workdir / f"{stem}.cpp"
+    src.write_text(source)
+    out = workdir / f"{stem}.so"
+    cmd = [*prefix, cxx, *BASE_FLAGS, *flags, str(src), "-o", str(out)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=workdir)
+    except subprocess.TimeoutExpired:
+        raise CppCompileError(f"load_cpp: {cxx} took over {timeout:.0f} s compiling "
+                              f"{stem}.cpp") from None
+    except OSError as exc:
+        raise CppCompileError(f"load_cpp: cannot run {cxx}: {exc}; install g++ or set CXX") from None
+    if proc.returncode != 0 or not out.is_file():
+        log = (proc.stderr or proc.stdout).replace(str(src), f"{stem}.cpp")
+        raise CppCompileError(_summarise_errors(log, stem), log)
+    return out
 
 
 def _summarise_errors(log: str, stem: str) -> str:
