@@ -16,6 +16,13 @@ PROBLEMS = Path(__file__).resolve().parent / "problems"
 # standard-library functions are made interpretable only when the variable is set at import.
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# A compile cache of the session's own: corpus attacks aim at the cache, and a defence that failed
+# must not poison the user's (the driver is the only writer, candidates see it read-only).
+if "KERNELEVOLVE_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["KERNELEVOLVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelevolve-test-cache-")
+
 # Short stage timeouts so the hang tests finish quickly; generous enough for a loaded CI box.
 TEST_STAGE_TIMEOUTS = {"start": 60, "problem": 120, "load": 120, "run": 10, "compile": 600,
                        "timing": 120}

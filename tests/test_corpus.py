@@ -1,6 +1,13 @@
-"""Every corpus candidate goes through the real harness; each must end where its header says."""
+"""Every corpus candidate goes through the real harness; each must end where its header says.
+
+Layers are proven one at a time: `runtime` turns the static rules off, `native` also the
+compiled-library inspection (only the syscall filter and the sandbox stand), `contained` also
+the syscall filter (only the sandbox's mounts and namespaces, Landlock and the driver's
+robustness stand). After every run, nothing an escape attempt tried to leave may exist.
+"""
 from __future__ import annotations
 
+import platform
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -8,8 +15,13 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, example
+from kernelevolve import knobs
 
-_HEADER = re.compile(r"^# (problem|expect|reason|runtime|runtime_reason): (.*)$")
+_HEADER = re.compile(r"^# (problem|expect|reason|runtime|runtime_reason|native|native_reason|"
+                     r"contained|contained_reason|arch): (.*)$")
+_LAYERS = {"runtime": dict(static_rules=False),
+           "native": dict(static_rules=False, inspect_libraries=False),
+           "contained": dict(static_rules=False, inspect_libraries=False, syscall_filter=False)}
 
 
 def header(path: Path) -> dict[str, str]:
@@ -42,19 +54,28 @@ def _check(result, stage: str, reason: str | None, name: str) -> None:
         assert result.fitness == 0.0
 
 
+def escape_traces(stem: str) -> list[Path]:
+    """Files an escape attempt of corpus entry `stem` would leave if it got out."""
+    found = [p for p in (Path("/tmp") / f"kernelevolve_escape_{stem}.txt",
+                         Path.home() / f"kernelevolve_escape_{stem}.txt") if p.exists()]
+    return found + sorted(knobs.cache_dir().rglob(f"kernelevolve_escape_{stem}*"))
+
+
 @pytest.mark.parametrize("path", CANDIDATES, ids=[p.stem for p in CANDIDATES])
 def test_corpus_candidate(evaluator, path):
     fields = header(path)
+    if fields.get("arch", platform.machine()) != platform.machine():
+        pytest.skip(f"{path.name} is written for {fields['arch']}")
     result = evaluator.evaluate(problem_path(fields["problem"]), path)
     _check(result, fields["expect"], fields.get("reason"), path.name)
-    if "runtime" in fields:
-        opts = replace(evaluator.options, static_rules=False)
+    for layer, off in _LAYERS.items():
+        if layer not in fields:
+            continue
+        opts = replace(evaluator.options, **off)
         result = evaluator.evaluate(problem_path(fields["problem"]), path, options=opts)
-        _check(result, fields["runtime"], fields.get("runtime_reason"), path.name + " (runtime)")
-        # Escape attempts that ran (static rules off) must have left no trace outside the sandbox.
-        for target in (Path("/tmp") / f"kernelevolve_escape_{path.stem}.txt",
-                       Path.home() / f"kernelevolve_escape_{path.stem}.txt"):
-            assert not target.exists(), f"{path.name} wrote {target} from inside the sandbox"
+        _check(result, fields[layer], fields.get(f"{layer}_reason"), f"{path.name} ({layer})")
+        # Escape attempts that ran must have left no trace outside the sandbox.
+        assert not escape_traces(path.stem), f"{path.name} ({layer}) got out: {escape_traces(path.stem)}"
 
 
 def test_pool_usable_after_corpus(evaluator):

@@ -17,7 +17,7 @@ import pytest
 from conftest import example
 from kernelevolve import knobs
 from kernelevolve.harness.pool import WorkerPool
-from kernelevolve.harness.sandbox import is_sensitive, scrubbed_env
+from kernelevolve.harness.sandbox import is_sensitive, worker_env
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -28,6 +28,7 @@ import torch.nn as nn
 
 PORT = {port}
 TARGET = {target!r}
+HOME_TARGET = {home_target!r}  # the driver's home (inside, HOME points at the scratch)
 
 
 def probe():
@@ -41,15 +42,15 @@ def probe():
         facts.append(0.0)
     facts.append(float(len(os.environ.get("KE_TEST_API_KEY", ""))))
     facts.append(float(len(os.environ.get("OPENAI_BASE_URL", ""))))
-    for path in (TARGET, os.path.expanduser("~/.kernelevolve_probe")):
+    for path in (TARGET, HOME_TARGET):
         try:
             with open(path, "w") as fh:
                 fh.write("escaped")
             facts.append(1.0)
         except OSError:
             facts.append(0.0)
-    try:
-        with open("scratch_ok.txt", "w") as fh:  # the job directory is writable
+    try:  # the sandbox's private scratch is writable (the job folder is not)
+        with open(os.path.join(os.environ["TMPDIR"], "scratch_ok.txt"), "w") as fh:
             fh.write("ok")
         facts.append(1.0)
     except OSError:
@@ -161,21 +162,31 @@ def _reference_params(problem: Path) -> dict:
             "seeds": {"default": [1]}}
 
 
-def test_scrubbed_env_removes_secrets_and_provider_variables():
-    env, removed = scrubbed_env({"PATH": "/bin", "OPENAI_API_KEY": "x", "MY_TOKEN": "y",
-                                 "ANTHROPIC_BASE_URL": "z", "DB_PASSWORD": "p", "HOME": "/root",
-                                 "https_proxy": "http://proxy"}, {"OMP_NUM_THREADS": "2"})
-    assert env == {"PATH": "/bin", "HOME": "/root", "OMP_NUM_THREADS": "2"}
-    assert removed == 5
-    assert is_sensitive("HF_HOME") and is_sensitive("aws_secret_access_key")
-    assert not is_sensitive("CUDA_VISIBLE_DEVICES")
+def test_worker_env_is_an_allowlist():
+    base = {"PATH": "/bin", "OPENAI_API_KEY": "x", "MY_TOKEN": "y", "ANTHROPIC_BASE_URL": "z",
+            "DB_PASSWORD": "p", "HOME": "/root", "https_proxy": "http://proxy",
+            "DATABASE_URL": "postgres://u:pw@db/x", "SENTRY_DSN": "https://k@s.io/1",
+            "SLACK_WEBHOOK_URL": "https://hooks/x", "KE_DB_PASS": "pw", "LC_ALL": "C.UTF-8",
+            "CUDA_VISIBLE_DEVICES": "0"}
+    env, removed = worker_env({"OMP_NUM_THREADS": "2"}, base=base)
+    assert env == {"PATH": "/bin", "LC_ALL": "C.UTF-8", "CUDA_VISIBLE_DEVICES": "0",
+                   "OMP_NUM_THREADS": "2"}
+    assert removed == len(base) - 3
+    # An explicit opt-in passes a name through, but never one that looks like a secret.
+    with knobs.override(KERNELEVOLVE_WORKER_ENV="SENTRY_DSN, MY_TOKEN"):
+        env, _ = worker_env(base=base)
+    assert env["SENTRY_DSN"] == base["SENTRY_DSN"] and "MY_TOKEN" not in env
+    env, _ = worker_env(base=base, also_drop=("PATH",))  # an API-key variable with any name
+    assert "PATH" not in env
+    assert is_sensitive("aws_secret_access_key") and not is_sensitive("CUDA_VISIBLE_DEVICES")
 
 
 def test_code_in_a_worker_sees_no_secret_no_network_and_cannot_write_outside(
         tmp_path, listener, monkeypatch):
     target = tmp_path / "escape.txt"
     problem = tmp_path / "probe_problem.py"
-    problem.write_text(PROBE_PROBLEM.format(port=listener.port, target=str(target)))
+    problem.write_text(PROBE_PROBLEM.format(port=listener.port, target=str(target),
+                                       home_target=str(Path.home() / ".kernelevolve_probe")))
     monkeypatch.setenv("KE_TEST_API_KEY", SECRET)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
     home_probe = Path.home() / ".kernelevolve_probe"
@@ -196,20 +207,27 @@ def test_code_in_a_worker_sees_no_secret_no_network_and_cannot_write_outside(
     assert not home_probe.exists()
 
 
-def test_candidate_with_static_rules_off_is_contained(tmp_path, listener, monkeypatch):
-    """A candidate that tries every escape is still contained by the sandbox alone."""
+def test_candidate_with_static_rules_off_is_stopped_then_contained(tmp_path, listener,
+                                                                    monkeypatch):
+    """A candidate that tries every escape: the syscall filter kills it at the first one; with
+    the filter off too, the sandbox alone still contains every attempt."""
     from kernelevolve.harness.evaluate import EvalOptions, Evaluator
 
     target = tmp_path / "escape_candidate.txt"
     cand = tmp_path / "escaping_candidate.py"
-    cand.write_text(PROBE_CANDIDATE.format(port=listener.port, target=str(target)))
+    cand.write_text(PROBE_CANDIDATE.format(port=listener.port, target=str(target),
+                                           home_target=str(Path.home() / ".kernelevolve_probe")))
     monkeypatch.setenv("KE_TEST_API_KEY", SECRET)
     with Evaluator("cpu", options=EvalOptions(static_rules=False)) as ev:
-        result = ev.evaluate(example("softmax"), cand)
-    assert result.accepted, result.reason  # otherwise a correct kernel; the escapes all failed
+        stopped = ev.evaluate(example("softmax"), cand)
+        contained = ev.evaluate(example("softmax"), cand, options=EvalOptions(
+            static_rules=False, syscall_filter=False))
+    assert stopped.stage == "load" and "syscall filter" in stopped.reason
+    assert "`socket(" in stopped.reason
+    assert contained.accepted, contained.reason  # a correct kernel; the escapes all failed
     assert listener.connections == 0
     assert not target.exists()
-    assert result.sandbox.network_isolated and result.fingerprint["network_isolated"]
+    assert contained.sandbox.network_isolated and contained.fingerprint["network_isolated"]
 
 
 def test_unprotected_mode_says_so_loudly():
@@ -221,7 +239,8 @@ def test_unprotected_mode_says_so_loudly():
 
 def test_unshare_mode_isolates_network_and_warns_about_the_filesystem(tmp_path, listener):
     problem = tmp_path / "probe_problem.py"
-    problem.write_text(PROBE_PROBLEM.format(port=listener.port, target=str(tmp_path / "t.txt")))
+    problem.write_text(PROBE_PROBLEM.format(port=listener.port, target=str(tmp_path / "t.txt"),
+                                             home_target=str(tmp_path / "h.txt")))
     with WorkerPool("cpu", sandbox_mode="unshare") as pool:
         facts = pool.sandbox_facts
         out = pool.run("reference", _reference_params(problem))

@@ -40,6 +40,26 @@ def worker_threads() -> int | None:
     return int(value) if value else None
 
 
+# The environment a worker (and so candidate code) gets is built from these names only, so a
+# secret under any name (DATABASE_URL, SENTRY_DSN, *_PASS, ...) never reaches it. The harness adds
+# its own settings (threads, OMP_WAIT_POLICY, TRITON_INTERPRET, TMPDIR, HOME) on top.
+WORKER_ENV_NAMES = (
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_MODULE_LOADING",
+    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES", "ROCM_PATH", "HIP_PATH", "HSA_OVERRIDE_GFX_VERSION",
+    "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "TRITON_INTERPRET",
+)
+WORKER_ENV_PREFIXES = ("LC_",)
+
+
+def worker_env_extra() -> tuple[str, ...]:
+    """More variable names to pass to workers, comma-separated: KERNELEVOLVE_WORKER_ENV (an
+    explicit opt-in; nothing else outside WORKER_ENV_NAMES ever reaches candidate code)."""
+    value = _get("KERNELEVOLVE_WORKER_ENV", "") or ""
+    return tuple(n.strip() for n in value.split(",") if n.strip())
+
+
 def triton_interpret() -> bool:
     return _get("TRITON_INTERPRET", "0") not in ("0", "false", "False")
 

@@ -57,9 +57,18 @@ class SandboxFacts:
     filesystem_readonly: bool = False    # everything outside scratch and cache read-only
     memory_limit_bytes: int | None = None
     cpu_limit_s: int | None = None
-    env_scrubbed: bool = False
-    scrubbed_vars: int = 0
+    env_scrubbed: bool = False           # environment built from an allowlist
+    scrubbed_vars: int = 0               # variables of the driver's environment left out
     warnings: list[str] = field(default_factory=list)
+    syscall_filter: str = "none"         # notify (refused calls named) | kill | none
+    landlock_abi: int = 0                # 0: Landlock unavailable
+    pid_namespace: bool = False          # a job's leftovers die with one kill(-1)
+    capabilities: str = "unknown"        # none | some (what the worker server kept)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SandboxFacts":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in (data or {}).items() if k in known})
 
 
 @dataclass
@@ -109,7 +118,7 @@ class EvalResult:
             if c.get("speedup_ci") is not None:
                 c["speedup_ci"] = tuple(c["speedup_ci"])
             cases.append(CaseResult(**c))
-        sandbox = SandboxFacts(**data.pop("sandbox", {}))
+        sandbox = SandboxFacts.from_dict(data.pop("sandbox", {}))
         if data.get("speedup_ci") is not None:
             data["speedup_ci"] = tuple(data["speedup_ci"])
         known = {f.name for f in dataclasses.fields(cls)}

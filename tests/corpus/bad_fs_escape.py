@@ -1,11 +1,14 @@
 # problem: softmax
 # expect: static
 # reason: `open` is not allowed
-# runtime: accepted
+# runtime: run
+# runtime_reason: syscall filter
+# contained: accepted
 """On its first forward, writes a marker file to /tmp/kernelevolve_escape_bad_fs_escape.txt and
 ~/kernelevolve_escape_bad_fs_escape.txt (persisting data or code outside its scratch directory),
-swallowing errors. Accepted at runtime only because it is contained: the worker's filesystem is
-read-only there (a separate test checks from outside that neither file appears)."""
+swallowing errors. With the static rules off, the syscall filter kills it at the open; with the
+filter off too it is accepted only because it is contained: the sandbox's file system is
+read-only there (the corpus test checks from outside that neither file appears)."""
 import ctypes
 import os
 

@@ -1,11 +1,14 @@
 # problem: softmax
 # expect: static
 # reason: network
-# runtime: accepted
+# runtime: load|run
+# runtime_reason: syscall filter
+# contained: accepted
 """Tries to send data to a server on 127.0.0.1:PORT at import and on the first forward (to
 exfiltrate inputs, or fetch a precomputed answer), swallowing errors so it stays a correct
-kernel otherwise. Accepted at runtime only because it is contained: the worker has no network
-(a separate test checks from outside that a real loopback server receives nothing)."""
+kernel otherwise. With the static rules off, the syscall filter kills it at `socket`; with the
+filter off too it is accepted only because it is contained: the worker has no network (a
+separate test checks from outside that a real loopback server receives nothing)."""
 import ctypes
 import socket
 

@@ -37,6 +37,8 @@ class EvalOptions:
     baseline: str = "eager"
     static_rules: bool = True       # tests turn the static integrity rules off to prove that
                                     # the runtime defences hold on their own
+    inspect_libraries: bool = True  # ...and the compiled-library inspection (native_inspect.py)
+    syscall_filter: bool = True     # ...and the syscall filter (seccomp.py), leaving the sandbox
     held_out: bool = True           # derive an odd-sized case when the problem declares none
     integrity: IntegrityPolicy = field(default_factory=IntegrityPolicy)
     timing: TimingPolicy = field(default_factory=TimingPolicy)
@@ -123,7 +125,8 @@ class _Run:
 
     def _params(self, cases: list[Case]) -> dict[str, Any]:
         return {"problem": self.prob.path, "candidate": str(self.cand.resolve()),
-                "init_seed": self.init_seed,
+                "init_seed": self.init_seed, "syscall_filter": self.opts.syscall_filter,
+                "inspect_libraries": self.opts.inspect_libraries,
                 "cases": [{"name": c.name, "weight": c.weight, "bindings": c.bindings,
                            "held_out": c.held_out} for c in cases]}
 
@@ -147,8 +150,13 @@ class _Run:
         check = ev.pool.run("check", {**self._params(self.cases), "seeds": self.seeds,
                                       "neuter_seeds": self.neuter_seeds})
         self._keep_logs("check", check)
-        if check.result:
-            result.libraries = list(check.result.get("libraries") or [])
+        # What the candidate loaded, from the driver's own build log (not the job's report).
+        result.libraries = list(dict.fromkeys(s["path"] for s in check.services
+                                              if s.get("ok") and s.get("path")))
+        refused = check.refused_library
+        if refused and self.opts.inspect_libraries:
+            return self.reject("load", refused.get("message") or "library inspection refused "
+                                                                 "a compiled library")
         if check.status != "ok":
             return self.reject(*self._failure(check))
         cases = check.result["cases"]
@@ -199,11 +207,14 @@ class _Run:
                 self.result.logs[f"{job}.{stream}"] = text
 
     def _failure(self, out: JobOutcome) -> tuple[str, str]:
-        if out.status == "failed":
-            stage = out.result.get("stage", "run")
-            if stage == "problem":
-                raise ProblemError(self.prob.path, out.result["reason"].splitlines()[0])
-            return stage, out.result["reason"]
+        if out.status == "failed":  # the job's own report: untrusted, so checked field by field
+            stage, reason = out.result.get("stage"), out.result.get("reason")
+            reason = reason[:20000] if isinstance(reason, str) and reason.strip() else \
+                "the job failed without a reason"
+            if stage == "problem" and not out.loaded:  # before any candidate code existed
+                raise ProblemError(self.prob.path, reason.splitlines()[0])
+            return (stage if stage in ("load", "run", "correctness", "integrity", "timing")
+                    else "load"), reason
         stage = out.stage if out.stage in ("load", "run", "timing") else "load"
         reason = out.describe()
         tail = out.stderr_tail.strip()

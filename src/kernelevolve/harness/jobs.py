@@ -7,33 +7,23 @@
 
 Inputs are generated from seeds before the candidate is imported, so candidate code cannot
 influence them. Outputs leave as data (harness/wire.py); the comparison happens in the driver.
+Right before the candidate is imported, the job contains its own process (harness/child.py:
+the syscall filter on every thread); from then on `load_cpp` builds through the driver.
 """
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 from kernelevolve.harness import wire
+from kernelevolve.harness.child import JobContext
 from kernelevolve.harness.errors_fmt import format_exception
 from kernelevolve.harness.session import JobFailure, Session, digest, flatten_outputs
 from kernelevolve.harness.timing import TimingPolicy, interleaved
 from kernelevolve.problem import Case, import_module
 
 
-class Progress:
-    """Tells the server which stage the child is in; the server enforces that stage's timeout."""
-
-    def __init__(self, fd: int, timeouts: dict[str, float]):
-        self.fd, self.timeouts = fd, timeouts
-
-    def stage(self, name: str) -> None:
-        os.write(self.fd, f"{name} {self.timeouts.get(name, 60)}\n".encode())
-
-
 # ---------------------------------------------------------------------------------------------
-def job_fingerprint(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
+def job_fingerprint(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     from kernelevolve.platforms import get_platform
 
     platform = get_platform(req["platform"])
@@ -41,7 +31,7 @@ def job_fingerprint(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     return {"ok": True, "fingerprint": platform.fingerprint(int(req["threads"]))}
 
 
-def job_reference(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
+def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     """Reference outputs (and the ATen compute ops the reference dispatches) per case."""
     import torch
 
@@ -78,7 +68,7 @@ def job_reference(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     return {"ok": True, "cases": result}
 
 
-def _load_candidate(req: dict[str, Any], progress: Progress):
+def _load_candidate(req: dict[str, Any], progress: JobContext):
     progress.stage("load")
     from kernelevolve.runtime import inline_guard, triton_guard
 
@@ -86,6 +76,7 @@ def _load_candidate(req: dict[str, Any], progress: Progress):
     if req["platform"] in ("cuda", "rocm"):  # load_inline candidates run only there; importing
         inline_guard.install()               # cpp_extension costs ~0.2 s (setuptools)
     path = req["candidate"]
+    progress.contain()
     try:
         module = import_module(path, prefix="ke_candidate", wrap_errors=False)
     except Exception as exc:  # noqa: BLE001
@@ -179,7 +170,7 @@ def _probed_forward(model, inputs, case, trial, path, session, snapshot) -> dict
     return {"outputs": outputs, "launches": counts, "ops": recorder.compute_ops()}
 
 
-def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
+def job_check(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     """Candidate outputs on the trial seeds, each forward run twice, under the probes."""
     from kernelevolve.harness.probe import Snapshot, native_threads, warm_thread_pools
     from kernelevolve.runtime import launches
@@ -190,8 +181,8 @@ def job_check(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
     prepared = {c.name: [session.inputs(c, s) for s in req["seeds"][c.name]] for c in session.cases}
     neuter = {c.name: session.inputs(c, req["neuter_seeds"][c.name]) for c in session.cases}
     digests = {name: [digest(x) for x in sets] for name, sets in prepared.items()}
-    warm_thread_pools()
-    harness_libraries = set(loaded_libraries())  # the warm-up's own, not the candidate's
+    warm_thread_pools(req.get("helpers", {}))
+    harness_libraries = set(loaded_libraries())
     snapshot = Snapshot(session.module)
     snapshot.threads = native_threads()
     module = _load_candidate(req, progress)
@@ -237,7 +228,7 @@ def _refill(targets: list[Any], values: list[Any]) -> None:
                 targets[i] = src
 
 
-def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
+def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     import time
 
     import torch
@@ -265,7 +256,7 @@ def job_measure(req: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 compiled[case.name] = fn
         except Exception as exc:  # noqa: BLE001 - the baseline's failure is not the candidate's
             compiled, compile_error = {}, f"torch.compile failed: {type(exc).__name__}: {exc}"
-    warm_thread_pools()
+    warm_thread_pools(req.get("helpers", {}))
     snapshot = Snapshot(session.module, models=list(refs.values()) + list(compiled.values()))
     snapshot.threads = native_threads()
     module = _load_candidate(req, progress)
@@ -311,16 +302,15 @@ JOBS = {"fingerprint": job_fingerprint, "reference": job_reference, "check": job
         "measure": job_measure}
 
 
-def main(jobdir: str, progress_fd: int) -> None:
-    req = json.loads(Path(jobdir, "request.json").read_text())
-    progress = Progress(progress_fd, req.get("stage_timeouts", {}))
+def main(ctx: JobContext) -> None:
+    from kernelevolve.runtime import cpp
+
+    cpp.set_build_service(ctx.build)  # no compiler may run in a job; the driver builds
+    req = ctx.request
     try:
-        result = JOBS[req["job"]](req, progress)
+        result = JOBS[req["job"]](req, ctx)
     except JobFailure as exc:
         result = {"ok": False, "stage": exc.stage, "reason": exc.reason, **exc.extra}
     except Exception as exc:  # noqa: BLE001 - e.g. the problem module failed to import here
         result = {"ok": False, "stage": "problem", "reason": f"{type(exc).__name__}: {exc}"}
-    data = wire.encode(result)
-    tmp = Path(jobdir, "result.bin.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, Path(jobdir, "result.bin"))
+    ctx.write_result(wire.encode(result))

@@ -190,7 +190,7 @@ def native_threads() -> set[str]:
         return set()
 
 
-_WARM_OMP = r"""
+WARM_OMP = r"""
 extern "C" int ke_warm_omp() {
     int n = 0;
     #pragma omp parallel reduction(+:n)
@@ -200,29 +200,45 @@ extern "C" int ke_warm_omp() {
 """
 
 
-def warm_thread_pools() -> None:
+def warm_thread_pools(helpers: dict[str, dict[str, str]]) -> None:
     """Start every thread pool a legitimate candidate may use BEFORE it runs, so that any
     native thread alive after a forward (and not here before) is the candidate's own.
 
     torch's OpenMP runtime (bundled with torch), g++'s libgomp (which load_cpp libraries link
     against; one copy per process, so warming it here warms the candidate's) and numpy's BLAS
-    (the Triton interpreter's tl.dot) each create their pool on first use.
+    (the Triton interpreter's tl.dot) each create their pool on first use. The libgomp warm-up
+    is a harness helper the driver built (`helpers["ke_warm_omp"]`: path and sha256); it is
+    loaded only if its bytes still hash to what the driver recorded.
     """
     import numpy as np
     import torch
 
     from kernelevolve.runtime import launches
-    from kernelevolve.runtime.cpp import load_cpp
 
     with torch.no_grad():
         torch.ones(1 << 20).sum()
         torch.mm(torch.ones(128, 128), torch.ones(128, 128))
     np.ones((128, 128)) @ np.ones((128, 128))
-    try:
-        load_cpp(_WARM_OMP, name="ke_warm_omp").ke_warm_omp()
-    except Exception:  # noqa: BLE001 - no compiler: no C++ candidate can run either
-        pass
+    lib = load_helper(helpers.get("ke_warm_omp"))
+    if lib is not None:
+        lib.ke_warm_omp()
     launches.reset_launch_counts()
+
+
+def load_helper(spec: dict[str, str] | None):
+    """A harness helper library by (path, sha256), verified before it is loaded."""
+    import ctypes
+
+    from kernelevolve.runtime.cpp_cache import sha256_file
+
+    if not spec:
+        return None
+    try:
+        if sha256_file(spec["path"]) != spec["sha256"]:
+            return None
+        return ctypes.CDLL(spec["path"])
+    except (OSError, KeyError, TypeError):
+        return None
 
 
 # ---- inputs --------------------------------------------------------------------------------

@@ -1,156 +1,96 @@
 """The worker server: runs inside the sandbox, preloads torch once, forks a fresh child per job.
 
-Protocol (driver <-> server): one JSON object per line. The server answers `{"ready": ...}` at
-start, then for each request `{"job": kind, "dir": jobdir, "limits": {...}}` forks a child, which
-reads `jobdir/request.json`, writes `jobdir/result.bin` (harness/wire.py, never pickle) and exits.
-The child reports the stage it is in on a pipe; the server enforces each stage's timeout, kills
-the child's process group on expiry, and answers with how the child ended. Forking from a warm
-server costs ~30 ms instead of ~1.5 s for a fresh interpreter that imports torch.
+Protocol with the driver: one JSON object per line on stdin/stdout (harness/frames.py), plus a
+unix socket (`--fd-socket`) on which the driver passes each job's result file descriptor. The
+server answers `{"ready": ...}` at start (with what containment it has), then for each
+`{"id", "job", "dir", "scratch", "limits"}` line it takes the job's descriptor, forks a child
+(harness/child.py), supervises it (harness/supervise.py: stage limits, build requests relayed to
+the driver, the syscall filter's refusals), kills whatever the job left running
+(harness/reaper.py) and answers with how the child ended. Forking from a warm server costs
+~30 ms instead of ~1.5 s for a fresh interpreter that imports torch.
+
+The server runs no candidate code and has no capabilities; its children cannot reach it (no
+ptrace, no signals, no writes to its memory: harness/seccomp.py and Landlock's scoping).
 """
 from __future__ import annotations
 
-import json
+import argparse
 import os
-import select
-import signal
+import socket
 import sys
-import time
+from typing import Any
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except Exception:  # not Linux: the driver kills us explicitly on close
-        pass
+from kernelevolve.harness import caps, child, reaper
+from kernelevolve.harness.supervise import DriverLink, Supervisor, kill_group
 
 
-def _vm_size_bytes() -> int:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _apply_limits(limits: dict) -> None:
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    mem = limits.get("memory_bytes")
-    if mem:
-        # The child inherits the server's mappings (torch alone maps ~1 GB of address space),
-        # so the limit is on top of what is already there.
-        cap = _vm_size_bytes() + int(mem)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    cpu = limits.get("cpu_seconds")
-    if cpu:
-        used = int(sum(os.times()[:2]))
-        resource.setrlimit(resource.RLIMIT_CPU, (used + int(cpu), used + int(cpu) + 5))
-
-
-def _child(req: dict, progress_fd: int) -> None:
-    """Runs in the forked child; never returns."""
-    code = 70
-    try:
-        os.setpgid(0, 0)
-        _die_with_parent()
-        jobdir = req["dir"]
-        os.chdir(jobdir)
-        fd_in = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(fd_in, 0)
-        out = os.open(os.path.join(jobdir, "stdout.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        err = os.open(os.path.join(jobdir, "stderr.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", buffering=1, closefd=False)
-        os.environ["TMPDIR"] = jobdir
-        _apply_limits(req.get("limits", {}))
-        from kernelevolve.harness import jobs
-
-        jobs.main(jobdir, progress_fd)
-        code = 0
-    except BaseException:  # noqa: BLE001 - report anything, the server decides
-        import traceback
-
-        traceback.print_exc()
-        code = 70
-    finally:
+def _probe_filter() -> str:
+    """What the syscall filter can do here: notify (names refused calls), kill, or none."""
+    pid = os.fork()
+    if pid == 0:
+        code = 3
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+            from kernelevolve.harness import seccomp
+
+            code = 0 if seccomp.install() is not None else 1
+        except BaseException:  # noqa: BLE001
+            code = 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 2
+    return {0: "notify", 1: "kill"}.get(code, "none")
 
 
-def _supervise(pid: int, progress_fd: int, limits: dict) -> dict:
-    """Wait for the child, enforcing per-stage timeouts announced on the progress pipe."""
-    start = time.monotonic()
-    stage_timeouts = limits.get("stage_timeouts", {})
-    total = float(limits.get("total_timeout", 600))
-    stage, stage_deadline = "start", start + float(stage_timeouts.get("start", 60))
-    buf, open_pipe, timed_out = b"", True, None
-    while True:
-        now = time.monotonic()
-        deadline = min(stage_deadline, start + total)
-        if now >= deadline:
-            timed_out = "total" if now >= start + total else stage
-            break
-        if open_pipe:
-            ready, _, _ = select.select([progress_fd], [], [], min(0.2, deadline - now))
-            if ready:
-                chunk = os.read(progress_fd, 4096)
-                if not chunk:
-                    open_pipe = False
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    parts = line.decode(errors="replace").split()
-                    if len(parts) == 2 and parts[0] in stage_timeouts:
-                        stage = parts[0]
-                        stage_deadline = time.monotonic() + min(float(parts[1]),
-                                                                float(stage_timeouts[stage]))
-        else:
-            time.sleep(0.005)
-        done, status, rusage = os.wait4(pid, os.WNOHANG)
-        if done:
-            break
-    if timed_out:
-        _kill_group(pid)
-        _, status, rusage = os.wait4(pid, 0)
-    _kill_group(pid)  # leftovers the candidate may have spawned
-    os.close(progress_fd)
-    reply = {"stage": stage, "wall_s": time.monotonic() - start,
-             "maxrss_kb": rusage.ru_maxrss, "cpu_s": rusage.ru_utime + rusage.ru_stime}
-    if timed_out:
-        reply.update(status="timeout", timeout=timed_out)
-    elif os.WIFSIGNALED(status):
-        reply.update(status="signaled", signal=os.WTERMSIG(status))
-    else:
-        reply.update(status="exited", code=os.WEXITSTATUS(status))
+def _ready_facts(loaded: dict[str, Any], pid_namespace: bool, subreaper: bool) -> dict[str, Any]:
+    from kernelevolve.harness import landlock
+
+    return {"ready": True, "pid": os.getpid(), "preloaded": loaded,
+            "pid_namespace": pid_namespace, "subreaper": subreaper,
+            "landlock_abi": landlock.abi_version(), "syscall_filter": _probe_filter(),
+            "capabilities": caps.effective()}
+
+
+def _job(msg: dict[str, Any], fdsock: socket.socket, driver: DriverLink,
+         pid_namespace: bool) -> dict[str, Any]:
+    job_id = msg.get("id")
+    tag, fds, _, _ = socket.recv_fds(fdsock, 64, 2)
+    if tag != f"job {job_id}".encode() or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        return {"status": "protocol", "reason": "the job's result descriptor did not arrive"}
+    result_fd = fds[0]
+    ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        child.run(msg, ctl_child, out_w, err_w, result_fd)
+    ctl_child.close()
+    for fd in (out_w, err_w, result_fd):
+        os.close(fd)
+    sup = Supervisor(pid, ctl, out_r, err_r, msg.get("limits", {}), job_id, driver,
+                     kill=lambda: kill_group(pid))
+    try:
+        reply = sup.run()
+    finally:
+        ctl.close()
+        for fd in (out_r, err_r, sup.listener):
+            if fd is not None:
+                os.close(fd)
+    reply["leftovers"] = reaper.kill_leftovers(pid_namespace)
     return reply
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def serve() -> None:
-    _die_with_parent()
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
+def serve(fd_socket: int) -> None:
+    child.die_with_parent()
+    caps.drop_all()
+    subreaper = reaper.become_subreaper()
+    pid_namespace = reaper.in_private_pid_namespace()
+    driver = DriverLink(0, os.dup(1))
     os.dup2(2, 1)  # stray prints from imports go to the log, not the protocol channel
+    fdsock = socket.socket(fileno=fd_socket)
     preload = [m for m in os.environ.get("KERNELEVOLVE_PRELOAD", "torch").split(",") if m]
-    loaded = {}
+    loaded: dict[str, Any] = {}
     for mod in preload:
         try:
             __import__(mod)
@@ -159,23 +99,21 @@ def serve() -> None:
             loaded[mod] = f"{type(exc).__name__}: {exc}"
     import kernelevolve.harness.jobs  # noqa: F401  (imports what every child needs, once)
 
-    proto.write(json.dumps({"ready": True, "pid": os.getpid(), "preloaded": loaded}) + "\n")
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        if req.get("job") == "exit":
+    driver.send(_ready_facts(loaded, pid_namespace, subreaper))
+    while True:
+        msg = driver.next_message()
+        if msg is None or msg.get("job") == "exit":
             break
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            _child(req, w)
-        os.close(w)
-        reply = _supervise(pid, r, req.get("limits", {}))
-        reply["id"] = req.get("id")
-        proto.write(json.dumps(reply) + "\n")
+        reply = _job(msg, fdsock, driver, pid_namespace)
+        reply["id"] = msg.get("id")
+        driver.send(reply)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="kernelevolve.harness.server")
+    parser.add_argument("--fd-socket", type=int, required=True)
+    serve(parser.parse_args(argv).fd_socket)
 
 
 if __name__ == "__main__":
-    serve()
+    main(sys.argv[1:])

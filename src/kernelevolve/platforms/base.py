@@ -31,6 +31,10 @@ class Platform:
     measured_languages: tuple[str, ...] = ()  # languages it can also time for real
     sandbox_devices: tuple[str, ...] = ()     # device nodes the sandbox must expose
     limits_memory: bool = True          # whether RLIMIT_AS can be applied (not with GPU drivers)
+    # The syscall filter's profile for jobs running candidate code (harness/seccomp.py):
+    # "strict" opens no file for writing; "device" may open existing files read-write, which GPU
+    # drivers do with their device nodes long after the job started (Landlock limits it to them).
+    filter_profile: str = "strict"
 
     # ---- driver side ---------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:

@@ -44,6 +44,7 @@ class CudaPlatform(Platform):
     measured_languages = ("triton", "cuda-cpp", "python")
     sandbox_devices = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                        "/dev/nvidia-modeset", *sorted(glob.glob("/dev/nvidia[0-9]*")))
+    filter_profile = "device"
     limits_memory = False  # the CUDA driver reserves far more address space than RLIMIT_AS allows
 
     def unavailable_reason(self) -> str | None:

@@ -15,6 +15,7 @@ class RocmPlatform(Platform):
     languages = ("triton", "hip", "python")
     measured_languages = ("triton", "hip", "python")
     sandbox_devices = ("/dev/kfd", "/dev/dri", *sorted(glob.glob("/dev/dri/renderD*")))
+    filter_profile = "device"
     limits_memory = False
 
     def unavailable_reason(self) -> str | None:

@@ -1,0 +1,162 @@
+"""The forked job child: everything between `fork` and the job, and the job's channel.
+
+In order, each step before any candidate code exists:
+1. its own process group, death with the server, stdin from /dev/null, stdout and stderr into
+   the server's pipes (the server keeps their tails; no log file exists to be swapped);
+2. every other inherited descriptor closed: the server's protocol channel to the driver, the
+   descriptor-passing socket, other jobs' leftovers. What stays: the control socket to the
+   server and the result file the driver opened;
+3. limits: no core dumps, address space, CPU time, file size (the result file);
+4. Landlock (harness/landlock.py), while the process has one thread;
+5. the job; right before the candidate is imported it calls `contain()`: the syscall filter on
+   every thread (harness/seccomp.py), its listener handed to the server, which acknowledges.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import sys
+from typing import Any
+
+from kernelevolve.harness import frames
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except Exception:  # noqa: BLE001 - not Linux: the driver kills us explicitly on close
+        pass
+
+
+def _vm_size_bytes() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def apply_limits(limits: dict[str, Any]) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    mem = limits.get("memory_bytes")
+    if mem:
+        # The child inherits the server's mappings (torch alone maps ~1 GB of address space),
+        # so the limit is on top of what is already there.
+        cap = _vm_size_bytes() + int(mem)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    cpu = limits.get("cpu_seconds")
+    if cpu:
+        used = int(sum(os.times()[:2]))
+        resource.setrlimit(resource.RLIMIT_CPU, (used + int(cpu), used + int(cpu) + 5))
+    size = limits.get("result_bytes")
+    if size:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (int(size), int(size)))
+
+
+def close_other_fds(keep: set[int]) -> None:
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    top = top if 0 < top < (1 << 20) else 1 << 16
+    low = 3
+    for fd in sorted(k for k in keep if k >= 3) + [top]:
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+
+
+class JobContext:
+    """What a job gets from its child: the request, stage reports, the build service, the
+    containment step and the result file."""
+
+    def __init__(self, request: dict[str, Any], ctl: socket.socket, result_fd: int):
+        self.request, self.ctl, self.result_fd = request, ctl, result_fd
+        self.timeouts = request.get("stage_timeouts", {})
+        self.containment = request.get("containment", {})
+        self.contained = False
+
+    def stage(self, name: str) -> None:
+        frames.send_frame(self.ctl, {"stage": name, "timeout": self.timeouts.get(name, 60)})
+
+    def build(self, source: str, flags: tuple[str, ...], name: str) -> dict[str, Any]:
+        frames.send_frame(self.ctl, {"service": {"op": "compile", "source": source,
+                                                 "flags": list(flags), "name": name}})
+        reply = frames.recv_frame(self.ctl)
+        return reply.get("reply") if isinstance(reply.get("reply"), dict) else {}
+
+    def contain(self) -> None:
+        """The syscall filter, on every thread, before candidate code runs."""
+        if self.contained or not self.containment.get("seccomp", True):
+            self.contained = True
+            return
+        from kernelevolve.harness import seccomp
+
+        profile = seccomp.DEVICE if self.containment.get("profile") == "device" else seccomp.STRICT
+        listener = seccomp.install(profile)
+        if listener is not None:
+            frames.send_frame(self.ctl, {"listener": True}, [listener])
+            os.close(listener)
+            ack = frames.recv_frame(self.ctl)
+            if ack.get("ack") != "listener":
+                raise RuntimeError("the worker server did not take the syscall listener")
+        self.contained = True
+
+    def write_result(self, data: bytes) -> None:
+        os.ftruncate(self.result_fd, 0)
+        view, offset = memoryview(data), 0
+        while offset < len(view):
+            offset += os.pwrite(self.result_fd, view[offset:offset + (1 << 26)], offset)
+
+
+def run(req: dict[str, Any], ctl: socket.socket, out_fd: int, err_fd: int,
+        result_fd: int) -> None:
+    """The child's whole life; never returns. `req`: the server's job line (dir, limits,
+    scratch, containment); the job's own parameters are in `dir/request.json`."""
+    code = 70
+    try:
+        os.setpgid(0, 0)
+        die_with_parent()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        close_other_fds({ctl.fileno(), result_fd})
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        os.chdir(req["dir"])
+        import json
+
+        with open("request.json") as fh:
+            req = {**json.load(fh), **req}
+        scratch = req.get("scratch") or req["dir"]
+        os.environ["TMPDIR"] = scratch
+        apply_limits(req.get("limits", {}))
+        containment = req.get("containment", {})
+        if containment.get("landlock", True):
+            from kernelevolve.harness import landlock
+
+            landlock.restrict_self(landlock.Restriction(
+                writable=tuple(containment.get("writable", [scratch])),
+                devices=tuple(containment.get("devices", []))))
+        from kernelevolve.harness import jobs
+
+        jobs.main(JobContext(req, ctl, result_fd))
+        code = 0
+    except BaseException:  # noqa: BLE001 - report anything, the server decides
+        import traceback
+
+        traceback.print_exc()
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
