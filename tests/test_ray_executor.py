@@ -159,6 +159,8 @@ class TestOneActor:
             assert there.problem == str(Path(problem).resolve())  # the driver's paths, as local
             assert there.candidate == str(cand.resolve())
             assert there.sandbox.method == here.sandbox.method == "bwrap"
+            assert there.sandbox.syscall_filter == here.sandbox.syscall_filter == "notify"
+            assert there.sandbox.capabilities == "none" and there.sandbox.pid_namespace
             # The node that measured: its fingerprint and identity are stored with the result.
             assert there.fingerprint["hostname"] == socket.gethostname()
             assert there.fingerprint["cpu_model"] == here.fingerprint["cpu_model"]
@@ -180,6 +182,15 @@ class TestOneActor:
         result = asyncio.run(executors["ray"].evaluate(load_problem(PROBLEM), cand,
                                                        fast_options(static_rules=False)))
         assert result.stage == "accepted", result.reason
+
+    def test_containment_holds_on_an_actor(self, executors):
+        """Native code that starts a program: the actor's worker stops it at the syscall filter
+        exactly as a local one does (static rules and library inspection off)."""
+        cand = CORPUS / "bad_exec_cpp.py"
+        result = asyncio.run(executors["ray"].evaluate(
+            load_problem(example("softmax")), cand,
+            fast_options(static_rules=False, inspect_libraries=False)))
+        assert result.stage == "load" and "syscall filter" in result.reason, result.reason
 
     def test_a_broken_reference_is_the_same_problem_error_as_locally(self, executors):
         from kernelevolve.errors import ProblemError

@@ -64,6 +64,7 @@ class SandboxFacts:
     landlock_abi: int = 0                # 0: Landlock unavailable
     pid_namespace: bool = False          # a job's leftovers die with one kill(-1)
     capabilities: str = "unknown"        # none | some (what the worker server kept)
+    filter_profile: str = "strict"       # strict | device | jit: what candidate code could do
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SandboxFacts":

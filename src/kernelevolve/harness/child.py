@@ -72,6 +72,25 @@ def close_other_fds(keep: set[int]) -> None:
         low = fd + 1
 
 
+def _job_folders(req: dict[str, Any], containment: dict[str, Any]) -> str:
+    """Where the job may write (Landlock) and its temporary files go. A job whose candidate
+    compiles in its own process (the jit profile) gets only its own folder, which the server
+    made for it and removes after it, and its compilers' caches live there too; other jobs may
+    write anywhere in the sandbox's scratch (trusted work before the candidate is imported, such
+    as compiling the torch.compile baseline; candidate code itself cannot write at all)."""
+    import tempfile
+
+    scratch = req.get("scratch") or req["dir"]
+    own = req.get("job_scratch") or scratch
+    writable = own if containment.get("profile") == "jit" else scratch
+    os.environ["TMPDIR"] = own
+    tempfile.tempdir = None  # the server's Python may have looked it up already
+    if containment.get("profile") == "jit":
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(own, "inductor")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(own, "triton")
+    return writable
+
+
 class JobContext:
     """What a job gets from its child: the request, stage reports, the build service, the
     containment step and the result file."""
@@ -98,8 +117,8 @@ class JobContext:
             return
         from kernelevolve.harness import seccomp
 
-        profile = seccomp.DEVICE if self.containment.get("profile") == "device" else seccomp.STRICT
-        listener = seccomp.install(profile)
+        listener = seccomp.install(seccomp.PROFILES.get(self.containment.get("profile"),
+                                                        seccomp.STRICT))
         if listener is not None:
             frames.send_frame(self.ctl, {"listener": True}, [listener])
             os.close(listener)
@@ -135,16 +154,16 @@ def run(req: dict[str, Any], ctl: socket.socket, out_fd: int, err_fd: int,
 
         with open("request.json") as fh:
             req = {**json.load(fh), **req}
-        scratch = req.get("scratch") or req["dir"]
-        os.environ["TMPDIR"] = scratch
-        apply_limits(req.get("limits", {}))
         containment = req.get("containment", {})
+        writable = _job_folders(req, containment)
+        apply_limits(req.get("limits", {}))
         if containment.get("landlock", True):
             from kernelevolve.harness import landlock
 
+            # /dev/null: subprocesses of a jit job's compilers write their noise there
             landlock.restrict_self(landlock.Restriction(
-                writable=tuple(containment.get("writable", [scratch])),
-                devices=tuple(containment.get("devices", []))))
+                writable=(writable,),
+                devices=("/dev/null", *containment.get("devices", []))))
         from kernelevolve.harness import jobs
 
         jobs.main(JobContext(req, ctl, result_fd))

@@ -118,6 +118,7 @@ class _Run:
         self.seeds = self._draw(opts.trials)
         self.post_seeds = self._draw(opts.post_trials)
         self.neuter_seeds = {name: seeds[0] for name, seeds in self._draw(1).items()}
+        self.profile = ev.platform.filter_profile
 
     def _draw(self, n: int, cases: list[Case] | None = None) -> dict[str, list[int]]:
         return {c.name: [self.rng.randrange(1, 2**31) for _ in range(n)]
@@ -126,6 +127,7 @@ class _Run:
     def _params(self, cases: list[Case]) -> dict[str, Any]:
         return {"problem": self.prob.path, "candidate": str(self.cand.resolve()),
                 "init_seed": self.init_seed, "syscall_filter": self.opts.syscall_filter,
+                "filter_profile": self.profile,
                 "inspect_libraries": self.opts.inspect_libraries,
                 "cases": [{"name": c.name, "weight": c.weight, "bindings": c.bindings,
                            "held_out": c.held_out} for c in cases]}
@@ -141,9 +143,16 @@ class _Run:
                               rules=self.opts.static_rules)
         result.language = report.language
         result.fingerprint = ev.pool.fingerprint()
-        result.sandbox = ev.pool.sandbox_facts
+        self.profile = ev.platform.filter_profile_for(report.language, report.compiles_in_process)
+        result.sandbox = replace(ev.pool.sandbox_facts, filter_profile=self.profile)
         if not report.ok:
             return self.reject("static", report.reason)
+        if self.profile == "jit" and not result.sandbox.landlock_abi and self.opts.syscall_filter:
+            return self.reject("load", "this candidate compiles inside its own process ("
+                               + ("it calls torch.compile" if report.compiles_in_process else
+                                  f"{report.language} on {ev.platform.name}") + "), which the "
+                               "harness allows only where Landlock (Linux 5.13+) can confine the "
+                               "compiler's writes to the job's folder; this kernel has none")
         self.say("reference outputs")
         self.reference = self._reference()
         self.say("candidate outputs")

@@ -72,8 +72,8 @@ def restrict_self(rules: Restriction) -> int:
         fs |= REFER
     if abi >= 3:
         fs |= TRUNCATE
-    if abi >= 5 and rules.devices:
-        fs |= IOCTL_DEV
+    if abi >= 5 and any(d != "/dev/null" for d in rules.devices):
+        fs |= IOCTL_DEV  # GPU device nodes: ioctl only on those
     attr = _RulesetAttr(fs, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
                         SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL if abi >= 6 else 0)
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8

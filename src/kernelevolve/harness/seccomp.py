@@ -89,14 +89,31 @@ ZERO_PID_ARG0 = ("prlimit64", "setrlimit", "sched_setaffinity", "sched_setschedu
 class Profile:
     """`open_rdwr`: allow opening existing files read-write (never creating or truncating).
     GPU drivers open their device nodes (/dev/nvidia*, /dev/kfd) lazily, read-write; there the
-    sandbox's read-only mounts and Landlock (device nodes only) limit what such an open reaches."""
+    sandbox's read-only mounts and Landlock (device nodes only) limit what such an open reaches.
+
+    `compilers`: the candidate's process runs a compiler of its own at first call (Triton's JIT
+    on a GPU, torch.compile): starting programs and processes and writing files are allowed, and
+    Landlock confines the writes to the job's own folder (the job is refused without Landlock);
+    sockets, ptrace, namespaces and mounts stay refused, and the reaper kills every process the
+    job started. Inductor execs and writes even with a warm cache, so its compile cannot be
+    moved to a separate step the way load_cpp's is."""
 
     name: str = "strict"
     open_rdwr: bool = False
+    compilers: bool = False
 
 
 STRICT = Profile()
 DEVICE = Profile("device", open_rdwr=True)
+JIT = Profile("jit", open_rdwr=True, compilers=True)
+PROFILES = {p.name: p for p in (STRICT, DEVICE, JIT)}
+
+# What the jit profile adds: programs, processes (still no namespaces) and file-system changes.
+JIT_ALLOWED = """
+execve execveat fork vfork creat mkdir mkdirat rmdir unlink unlinkat rename renameat renameat2
+link linkat symlink symlinkat chmod fchmod fchmodat truncate utime utimes utimensat futimesat
+memfd_create flock kill tgkill
+""".split()
 
 
 def arch_table() -> tuple[int, dict[str, int]] | None:
@@ -142,21 +159,23 @@ def program(profile: Profile, own_pid: int, arch: int, nrs: dict[str, int]) -> l
     prog = [_ld(4), (_JEQ, 1, 0, arch), _ret(RET_KILL_PROCESS), _ld(0)]
     if arch == ARCHES["x86_64"][0]:
         prog += [(_JGE, 0, 1, 0x40000000), _ret(RET_KILL_PROCESS)]  # x32 ABI numbers
-    for name in ALLOWED:
+    for name in ALLOWED + (JIT_ALLOWED if profile.compilers else []):
         if name in nrs:
             prog += _block(nrs[name], [_ret(RET_ALLOW)])
     for name in ENOSYS_CALLS:
         if name in nrs:
             prog += _block(nrs[name], [_ret(RET_ERRNO | _ENOSYS)])
-    open_mask = O_CREATE_MASK if profile.open_rdwr else O_WRITE_MASK
+    open_mask = 0 if profile.compilers else O_CREATE_MASK if profile.open_rdwr else O_WRITE_MASK
     for name, arg in (("open", 1), ("openat", 2)):
         if name in nrs:
             prog += _mask_block(nrs[name], arg, open_mask)
-    if "clone" in nrs:  # threads only: CLONE_THREAD set and no namespace flag
+    if "clone" in nrs and profile.compilers:  # any process, but never a namespace flag
+        prog += _mask_block(nrs["clone"], 0, CLONE_NAMESPACES)
+    elif "clone" in nrs:  # threads only: CLONE_THREAD set and no namespace flag
         prog += _block(nrs["clone"], [_ld(_arg_lo(0)), (_JSET, 2, 0, CLONE_NAMESPACES),
                                       (_JSET, 0, 1, CLONE_THREAD), _ret(RET_ALLOW),
                                       _ret(RET_USER_NOTIF)])
-    for name in OWN_PID_ARG0:
+    for name in OWN_PID_ARG0 if not profile.compilers else ("rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         if name in nrs:
             prog += _values_block(nrs[name], 0, (0, own_pid), allow=True)
     for name in ZERO_PID_ARG0:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import sys
+import tempfile
 from typing import Any
 
 from kernelevolve.harness import caps, child, reaper
@@ -59,6 +61,9 @@ def _job(msg: dict[str, Any], fdsock: socket.socket, driver: DriverLink,
             os.close(fd)
         return {"status": "protocol", "reason": "the job's result descriptor did not arrive"}
     result_fd = fds[0]
+    scratch = msg.get("scratch")
+    if isinstance(scratch, str) and os.path.isdir(scratch):
+        msg = {**msg, "job_scratch": tempfile.mkdtemp(prefix="job-", dir=scratch)}
     ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -78,6 +83,8 @@ def _job(msg: dict[str, Any], fdsock: socket.socket, driver: DriverLink,
             if fd is not None:
                 os.close(fd)
     reply["leftovers"] = reaper.kill_leftovers(pid_namespace)
+    if msg.get("job_scratch"):
+        shutil.rmtree(msg["job_scratch"], ignore_errors=True)
     return reply
 
 

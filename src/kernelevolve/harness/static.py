@@ -15,6 +15,20 @@ class StaticReport:
     reason: str = ""
     language: str = "python"
     findings: list[str] = field(default_factory=list)
+    compiles_in_process: bool = False   # calls torch.compile: a compiler runs inside its process
+
+
+def calls_torch_compile(tree: ast.AST) -> bool:
+    """`torch.compile(...)`, `@torch.compile`, `compile(...)` imported from torch."""
+    names = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and node.module == "torch" for a in node.names if a.name == "compile"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "compile" and \
+                isinstance(node.value, ast.Name) and node.value.id == "torch":
+            return True
+        if isinstance(node, ast.Name) and node.id in names:
+            return True
+    return False
 
 
 def detect_language(tree: ast.AST, platform: str) -> str:
@@ -96,4 +110,4 @@ def check_static(source: str, filename: str, platform: str, languages: tuple[str
         if findings:
             return StaticReport(False, "forbidden construct(s):\n" + "\n".join(findings[:8]),
                                 language, findings)
-    return StaticReport(True, "", language)
+    return StaticReport(True, "", language, compiles_in_process=calls_torch_compile(tree))

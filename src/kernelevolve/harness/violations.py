@@ -75,12 +75,29 @@ def receive(listener: int) -> Violation | None | bool:
     notif_id, tid, _flags, nr, _arch, _ip = struct.unpack_from("<QIIiIQ", buf, 0)
     args = struct.unpack_from("<6Q", buf, 32)
     name, detail = describe(nr, args, tid)
-    if _existing_dir(name, args, tid):
-        # `os.makedirs(..., exist_ok=True)` on a folder that exists: answer EEXIST, as the
-        # kernel would. The call never runs, so nothing it names can change in between.
-        _respond(listener, notif_id, -errno.EEXIST)
+    answer = _harmless(name, args, tid)
+    if answer is not None:
+        _respond(listener, notif_id, -answer)
         return True
     return Violation(name, detail, tid)
+
+
+def _harmless(name: str, args: tuple[int, ...], tid: int) -> int | None:
+    """The errno to answer for a refused call that libraries make as a probe, with no harm in
+    failing it; None means it is a violation. The call itself never runs, so nothing it
+    names can change between this check and the answer.
+
+    - `mkdir` of a folder that exists (`os.makedirs(..., exist_ok=True)`): EEXIST, as the kernel
+      would answer;
+    - `socket(AF_UNIX, ...)`: EACCES. glibc's user and group lookups (`getpass.getuser()` in
+      torch.compile's cache path) first try the nscd daemon's unix socket and fall back to the
+      files; no socket is created, and AF_INET/AF_INET6/netlink/packet sockets stay violations.
+    """
+    if name in ("mkdir", "mkdirat") and _existing_dir(name, args, tid):
+        return errno.EEXIST
+    if name == "socket" and args[0] & 0xFFFFFFFF == 1:  # AF_UNIX
+        return errno.EACCES
+    return None
 
 
 def _respond(listener: int, notif_id: int, error: int) -> None:

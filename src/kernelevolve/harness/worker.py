@@ -160,8 +160,9 @@ class Worker:
         request = {**params, "job": job, "platform": self.platform.name, "threads": self.threads,
                    "stage_timeouts": self.limits.stage_timeouts, "helpers": self.helpers,
                    "containment": {"seccomp": params.get("syscall_filter", True),
-                                   "landlock": True, "profile": self.platform.filter_profile,
-                                   "writable": [str(self.root / "scratch")],
+                                   "landlock": True,
+                                   "profile": params.get("filter_profile",
+                                                         self.platform.filter_profile),
                                    "devices": list(self.platform.sandbox_devices)}}
         for key in ("problem", "candidate"):
             if params.get(key):  # by value: the sandbox cannot see the user's files

@@ -35,6 +35,9 @@ class Platform:
     # "strict" opens no file for writing; "device" may open existing files read-write, which GPU
     # drivers do with their device nodes long after the job started (Landlock limits it to them).
     filter_profile: str = "strict"
+    # Languages whose compiler runs inside the candidate's own process at first call (Triton's
+    # JIT on a GPU, load_inline): those jobs run under the syscall filter's "jit" profile.
+    jit_languages: tuple[str, ...] = ()
 
     # ---- driver side ---------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:
@@ -45,8 +48,12 @@ class Platform:
         # PASSIVE: torch's OpenMP runtime and a candidate's (g++'s libgomp) share the cores; with
         # the default spin-wait, each runtime's idle threads steal the other's cores during
         # interleaved timing (seen: a 20k-element kernel at 8 ms instead of 0.02 ms).
+        # OPENBLAS_THREAD_TIMEOUT=4: numpy's OpenBLAS threads wait 2^4 cycles, not the default
+        # 2^28 (~0.1 s of a core each, spinning after every call); a spinning pool steals a core
+        # from whatever runs next and blurs the check that a candidate's threads are idle.
         return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-                "OPENBLAS_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
+                "OPENBLAS_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE",
+                "OPENBLAS_THREAD_TIMEOUT": "4"}
 
     def preload(self) -> list[str]:
         """Modules the worker server imports once before forking children."""
@@ -56,6 +63,11 @@ class Platform:
 
     def measures(self, language: str) -> bool:
         return language in self.measured_languages
+
+    def filter_profile_for(self, language: str, compiles_in_process: bool) -> str:
+        """The syscall filter's profile for a candidate (harness/seccomp.py)."""
+        return "jit" if compiles_in_process or language in self.jit_languages \
+            else self.filter_profile
 
     # ---- worker side ---------------------------------------------------------------------
     def setup_worker(self, threads: int) -> None:

@@ -45,6 +45,7 @@ class CudaPlatform(Platform):
     sandbox_devices = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                        "/dev/nvidia-modeset", *sorted(glob.glob("/dev/nvidia[0-9]*")))
     filter_profile = "device"
+    jit_languages = ("triton", "cuda-cpp")
     limits_memory = False  # the CUDA driver reserves far more address space than RLIMIT_AS allows
 
     def unavailable_reason(self) -> str | None:

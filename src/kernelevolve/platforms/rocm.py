@@ -16,6 +16,7 @@ class RocmPlatform(Platform):
     measured_languages = ("triton", "hip", "python")
     sandbox_devices = ("/dev/kfd", "/dev/dri", *sorted(glob.glob("/dev/dri/renderD*")))
     filter_profile = "device"
+    jit_languages = ("triton", "hip")
     limits_memory = False
 
     def unavailable_reason(self) -> str | None:

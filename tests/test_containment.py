@@ -1,0 +1,350 @@
+"""Containment, checked from outside the candidate's process: nothing a job does reaches the
+driver, other evaluations, the compile cache, secrets, or the machine after its job ends.
+
+The corpus (tests/corpus/, tests/test_corpus.py) checks each attack's verdict layer by layer;
+the tests here check what matters to the user directly: the planted library never runs, a
+tampered cache entry is rebuilt, no secret leaves under any name, the driver returns, no job
+process survives, and job children hold nothing but their own descriptors.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, TEST_STAGE_TIMEOUTS, example
+from kernelevolve import knobs
+from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+from kernelevolve.harness.pool import Limits, WorkerPool
+from kernelevolve.harness.timing import TimingPolicy
+from kernelevolve.runtime.cpp_cache import LibraryCache, sha256_file
+
+pytestmark = pytest.mark.slow
+
+FAST = EvalOptions(timing=TimingPolicy(min_reps=3, min_time_s=0.05, max_time_s=0.3))
+LAYERS = {"all layers": FAST,
+          "no inspection": replace(FAST, static_rules=False, inspect_libraries=False),
+          "sandbox only": replace(FAST, static_rules=False, inspect_libraries=False,
+                                  syscall_filter=False)}
+SECRETS = {"DATABASE_URL": "postgres://app:hunter2-db@db.internal/prod",
+           "KE_DB_PASS": "hunter2-pass", "SENTRY_DSN": "https://hunter2-sentry@o1.ingest.io/7",
+           "SLACK_WEBHOOK_URL": "https://hooks.slack.invalid/hunter2-slack",
+           "KE_INNOCENT_LOOKING": "hunter2-innocent", "OPENAI_API_KEY": "sk-hunter2-openai"}
+
+
+@pytest.fixture
+def private_cache(tmp_path):
+    with knobs.override(KERNELEVOLVE_CACHE_DIR=str(tmp_path / "cache")):
+        yield tmp_path / "cache"
+
+
+def _evaluator() -> Evaluator:
+    return Evaluator("cpu", limits=Limits(stage_timeouts=dict(TEST_STAGE_TIMEOUTS)), options=FAST)
+
+
+def _markers(root: Path) -> list[Path]:
+    return sorted(root.rglob("kernelevolve_escape_*"))
+
+
+def _manifests_hold(cache: LibraryCache) -> None:
+    for manifest in cache.root.glob("*.json"):
+        meta = json.loads(manifest.read_text())
+        lib = manifest.with_suffix(".so")
+        assert sha256_file(lib) == meta["sha256"], f"{lib.name} does not match its manifest"
+
+
+# ---- the compile cache -----------------------------------------------------------------------
+
+def test_planted_library_is_not_loaded_by_the_next_evaluation(private_cache):
+    with _evaluator() as ev:
+        for name, opts in LAYERS.items():
+            planted = ev.evaluate(example("softmax"), CORPUS / "bad_cache_plant.py", options=opts)
+            good = ev.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py")
+            assert good.accepted, good.reason
+            assert not _markers(private_cache), f"{name}: the planted library ran"
+            if name == "sandbox only":  # the plant ran and failed: the cache is read-only
+                assert planted.accepted, planted.reason
+            else:
+                assert planted.stage == "load", (name, planted.reason)
+    _manifests_hold(LibraryCache(private_cache / "harness"))
+    _manifests_hold(LibraryCache(private_cache / "cpp"))
+
+
+def test_tampered_cache_entries_are_rebuilt_never_loaded(private_cache, tmp_path):
+    """Something outside the harness rewrites cached libraries (a library whose constructor
+    leaves a marker): the hash check rebuilds them, so the marker never appears."""
+    from kernelevolve.runtime import load_cpp
+
+    with _evaluator() as ev:
+        assert ev.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py").accepted
+    marker = tmp_path / "kernelevolve_escape_tampered"
+    with knobs.override(KERNELEVOLVE_CACHE_DIR=str(tmp_path / "elsewhere")):
+        hostile = load_cpp(f'''
+#include <cstdio>
+__attribute__((constructor)) static void ran() {{
+    FILE* f = std::fopen("{marker}", "w"); if (f) std::fclose(f);
+}}
+extern "C" int ke_warm_omp() {{ return 1; }}
+extern "C" void softmax_rows(const float*, float*, long, long) {{}}
+''', name="hostile")
+    marker.unlink(missing_ok=True)
+    tampered = [*(private_cache / "harness").glob("*.so"), *(private_cache / "cpp").glob("*.so")]
+    assert len(tampered) >= 2
+    for lib in tampered:
+        lib.write_bytes(Path(hostile._name).read_bytes())
+    with _evaluator() as ev:
+        result = ev.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py")
+    assert result.accepted, result.reason
+    assert not marker.exists(), "a tampered cache entry was loaded"
+    _manifests_hold(LibraryCache(private_cache / "harness"))
+    _manifests_hold(LibraryCache(private_cache / "cpp"))
+
+
+# ---- the driver never reads a worker's files by path -------------------------------------------
+
+DRIVER_SCRIPT = r'''
+import json, sys
+from dataclasses import replace
+from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+from kernelevolve.harness.timing import TimingPolicy
+fast = EvalOptions(timing=TimingPolicy(min_reps=3, min_time_s=0.05, max_time_s=0.3))
+layers = [fast, replace(fast, static_rules=False, inspect_libraries=False),
+          replace(fast, static_rules=False, inspect_libraries=False, syscall_filter=False)]
+out = []
+with Evaluator("cpu", options=fast) as ev:
+    for path in sys.argv[2:]:
+        for opts in layers:
+            out.append(ev.evaluate(sys.argv[1], path, options=opts).to_dict())
+print(json.dumps(out))
+'''
+
+
+def test_log_symlinks_and_fifos_reach_nothing_in_the_driver(tmp_path, private_cache):
+    """The driver, with a secret in its own initial environment (what /proc/self/environ
+    shows), evaluates candidates that turn their logs into symlinks and FIFOs: it returns, and
+    the secret appears nowhere in what it reports."""
+    secret = "sk-hunter2-driver-environ"
+    env = {**os.environ, "KE_TEST_DRIVER_TOKEN": secret, "KERNELEVOLVE_CACHE_DIR": str(private_cache)}
+    proc = subprocess.run([sys.executable, "-c", DRIVER_SCRIPT, str(example("softmax")),
+                           str(CORPUS / "bad_log_symlink.py"), str(CORPUS / "bad_log_fifo.py")],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout)
+    assert len(results) == 6
+    assert secret not in proc.stdout and secret not in proc.stderr
+    assert [r["stage"] for r in results[2::3]] == ["accepted", "accepted"]  # sandbox alone
+
+
+# ---- job folders, processes, descriptors --------------------------------------------------------
+
+def test_squatted_job_folders_do_not_stop_the_pool(private_cache):
+    with _evaluator() as ev:
+        for opts in LAYERS.values():
+            ev.evaluate(example("softmax"), CORPUS / "bad_jobdir_squat.py", options=opts)
+            for _ in range(2):
+                result = ev.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py")
+                assert result.accepted, result.reason
+
+
+def _processes_named(name: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/comm") as fh:
+                if fh.read().strip() == name:
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_no_process_of_a_job_outlives_it(private_cache):
+    """The daemon double-forks and calls setsid before the syscall filter is on (the filter
+    off): once its job ended, no process of it is left."""
+    with _evaluator() as ev:
+        stopped = ev.evaluate(example("softmax"), CORPUS / "bad_daemon.py",
+                              options=LAYERS["no inspection"])
+        assert stopped.stage == "load" and "clone" in stopped.reason, stopped.reason
+        ran = ev.evaluate(example("softmax"), CORPUS / "bad_daemon.py",
+                          options=LAYERS["sandbox only"])
+        assert ran.accepted, ran.reason
+        assert not _processes_named("ke_daemon"), "the daemon outlived its job"
+        assert ev.pool.workers[0].alive
+
+
+DAEMON_PROBLEM = '''
+import os, time, ctypes
+import torch
+import torch.nn as nn
+
+
+def _daemon():
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(15, b"ke_daemon_ref", 0, 0, 0)  # PR_SET_NAME
+            time.sleep(600)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    _daemon()
+    return [torch.ones(4)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "unshare", "none"])
+def test_leftover_processes_are_killed_in_every_sandbox_mode(tmp_path, mode):
+    """Problem code runs unfiltered (the reference job loads no candidate), so a daemon it
+    starts is the reaper's alone: a kill(-1) in bwrap's PID namespace, the subreaper
+    elsewhere."""
+    problem = tmp_path / "daemon_problem.py"
+    problem.write_text(DAEMON_PROBLEM)
+    params = {"problem": str(problem), "candidate": "", "init_seed": 1,
+              "cases": [{"name": "default", "weight": 1.0, "bindings": {}, "held_out": False}],
+              "seeds": {"default": [1]}}
+    with WorkerPool("cpu", sandbox_mode=mode) as pool:
+        out = pool.run("reference", params)
+        assert out.status == "ok", out.describe()
+        assert out.leftovers >= 1
+        assert not _processes_named("ke_daemon_ref")
+        assert pool.run("reference", params).status == "ok"  # the pool goes on
+    assert not _processes_named("ke_daemon_ref")
+
+
+FD_PROBLEM = '''
+import os
+import torch
+import torch.nn as nn
+
+
+def _descriptors():
+    kinds = {}
+    for fd in sorted(int(x) for x in os.listdir("/proc/self/fd")):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        kinds[fd] = target.split(":")[0] if target.startswith(("pipe:", "socket:")) else "file"
+    return kinds
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    kinds = _descriptors()
+    return [torch.tensor([len(kinds), sum(k == "pipe" for k in kinds.values()),
+                          sum(k == "socket" for k in kinds.values()),
+                          sum(fd > 2 and k == "pipe" for fd, k in kinds.items())])]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_job_children_hold_only_their_own_descriptors(tmp_path):
+    """stdin (/dev/null), stdout and stderr (pipes to the server), the control socket and the
+    result file: no protocol channel of the server, no descriptor of another job."""
+    problem = tmp_path / "fd_problem.py"
+    problem.write_text(FD_PROBLEM)
+    params = {"problem": str(problem), "candidate": "", "init_seed": 1,
+              "cases": [{"name": "default", "weight": 1.0, "bindings": {}, "held_out": False}],
+              "seeds": {"default": [1]}}
+    with WorkerPool("cpu") as pool:
+        out = pool.run("reference", params)
+    assert out.status == "ok", out.describe()
+    total, pipes, sockets, extra_pipes = out.result["cases"]["default"]["outputs"][0][0].tolist()
+    assert (total, pipes, sockets, extra_pipes) == (5, 2, 1, 0)
+
+
+# ---- secrets ------------------------------------------------------------------------------------
+
+def test_secrets_under_any_name_never_leave(monkeypatch, private_cache):
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    with _evaluator() as ev:
+        results = [ev.evaluate(example("softmax"), CORPUS / "bad_secret_names.py", options=opts)
+                   for opts in LAYERS.values()]
+        facts = ev.pool.sandbox_facts
+    assert facts.scrubbed_vars >= len(SECRETS)
+    for result in results[1:]:
+        assert result.accepted, result.reason
+        assert "DATABASE_URL=" in result.logs.get("check.stdout", "")  # the dump ran
+    dumped = json.dumps([r.to_dict() for r in results])
+    for value in SECRETS.values():
+        assert value not in dumped
+
+
+def test_sandbox_facts_say_what_contained_the_candidate(evaluator):
+    result = evaluator.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py")
+    facts = result.sandbox
+    assert facts.method == "bwrap" and facts.pid_namespace and facts.capabilities == "none"
+    assert facts.syscall_filter == "notify"
+    assert facts.landlock_abi >= 0  # 0 on kernels without Landlock; this one has 1+
+
+
+# ---- what the filter allows --------------------------------------------------------------------
+
+MAKEDIRS_CANDIDATE = '''
+import ctypes
+import os
+
+import torch
+import torch.nn as nn
+
+from kernelevolve.runtime import load_cpp, ptr
+
+os.makedirs(os.getcwd(), exist_ok=True)  # exists: answered EEXIST, harmless
+if {create}:
+    os.makedirs(os.path.join(os.environ["TMPDIR"], "new_folder"), exist_ok=True)
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void copy(const float* x, float* y, int64_t n) {{ for (int64_t i = 0; i < n; ++i) y[i] = x[i]; }}
+""", name="makedirs_copy")
+lib.copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.copy(ptr(x.contiguous()), ptr(y), x.numel())
+        return y
+'''
+
+
+def test_makedirs_of_an_existing_folder_passes_a_new_one_is_refused(evaluator, write):
+    problem = write("identity.py", "import torch\nimport torch.nn as nn\n\n"
+                    "class Model(nn.Module):\n    def forward(self, x):\n        return x.clone()\n\n"
+                    "def get_inputs():\n    return [torch.randn(64)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    opts = replace(evaluator.options, static_rules=False)
+    fine = evaluator.evaluate(problem, write("exists.py", MAKEDIRS_CANDIDATE.format(create=False)),
+                              options=replace(opts, integrity=replace(opts.integrity,
+                                                                      allow_no_kernel=True)))
+    assert fine.stage in ("accepted", "integrity"), fine.reason   # not stopped by the filter
+    assert "syscall filter" not in fine.reason
+    refused = evaluator.evaluate(problem, write("creates.py",
+                                                MAKEDIRS_CANDIDATE.format(create=True)), options=opts)
+    assert refused.stage == "load" and "`mkdir(" in refused.reason, refused.reason
+    assert "new_folder" in refused.reason  # the path, read from the stopped thread
