@@ -32,10 +32,11 @@ extern "C" int squat() {
     std::string here = cwd;
     size_t slash = here.rfind('/');
     std::string root = here.substr(0, slash), leaf = here.substr(slash + 1);
+    // A counter-named folder (`job7`) gives the next names away; any other name is squatted as a
+    // prefix (`abc` -> `abc1` ...), so the attempt happens in whichever job imports this first.
     size_t digits = leaf.find_first_of("0123456789");
-    if (digits == std::string::npos) return -2;
-    std::string stem = leaf.substr(0, digits);
-    long n = std::strtol(leaf.c_str() + digits, nullptr, 10);
+    std::string stem = digits == std::string::npos ? leaf : leaf.substr(0, digits);
+    long n = digits == std::string::npos ? 0 : std::strtol(leaf.c_str() + digits, nullptr, 10);
     int made = 0;
     for (long k = n + 1; k <= n + 200; ++k)
         if (mkdir((root + "/" + stem + std::to_string(k)).c_str(), 0700) == 0) ++made;
