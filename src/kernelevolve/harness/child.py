@@ -105,10 +105,22 @@ class JobContext:
         frames.send_frame(self.ctl, {"stage": name, "timeout": self.timeouts.get(name, 60)})
 
     def build(self, source: str, flags: tuple[str, ...], name: str) -> dict[str, Any]:
-        frames.send_frame(self.ctl, {"service": {"op": "compile", "source": source,
-                                                 "flags": list(flags), "name": name}})
+        return self.service({"op": "compile", "source": source, "flags": list(flags),
+                             "name": name})
+
+    def service(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One request to the driver's build service, relayed by the server."""
+        frames.send_frame(self.ctl, {"service": request})
         reply = frames.recv_frame(self.ctl)
         return reply.get("reply") if isinstance(reply.get("reply"), dict) else {}
+
+    def hand_over_listener(self, listener: int) -> None:
+        """Give the syscall filter's listener to the server (it closes our copy)."""
+        frames.send_frame(self.ctl, {"listener": True}, [listener])
+        os.close(listener)
+        ack = frames.recv_frame(self.ctl)
+        if ack.get("ack") != "listener":
+            raise RuntimeError("the worker server did not take the syscall listener")
 
     def contain(self) -> None:
         """The syscall filter, on every thread, before candidate code runs."""
@@ -120,11 +132,7 @@ class JobContext:
         listener = seccomp.install(seccomp.PROFILES.get(self.containment.get("profile"),
                                                         seccomp.STRICT))
         if listener is not None:
-            frames.send_frame(self.ctl, {"listener": True}, [listener])
-            os.close(listener)
-            ack = frames.recv_frame(self.ctl)
-            if ack.get("ack") != "listener":
-                raise RuntimeError("the worker server did not take the syscall listener")
+            self.hand_over_listener(listener)
         self.contained = True
 
     def write_result(self, data: bytes) -> None:

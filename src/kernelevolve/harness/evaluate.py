@@ -15,8 +15,10 @@ from typing import Any, Callable
 
 from kernelevolve.errors import CandidateError, PlatformError, ProblemError, UsageError
 from kernelevolve.harness.compare import compare_outputs
-from kernelevolve.harness.integrity import (IntegrityPolicy, fallback_problem, launch_problem,
-                                            neutered_problem, norm_ratio_problem, timing_problem)
+from kernelevolve.harness.integrity import (IntegrityPolicy, fallback_problem,
+                                            idle_cpu_problem, launch_problem, neutered_problem,
+                                            norm_ratio_problem, sampled_calls_problem,
+                                            timing_problem)
 from kernelevolve.harness.pool import JobOutcome, Limits, WorkerPool
 from kernelevolve.harness.static import check_static
 from kernelevolve.harness.timing import (TimingPolicy, speedup_interval, summarize,
@@ -39,6 +41,9 @@ class EvalOptions:
                                     # the runtime defences hold on their own
     inspect_libraries: bool = True  # ...and the compiled-library inspection (native_inspect.py)
     syscall_filter: bool = True     # ...and the syscall filter (seccomp.py), leaving the sandbox
+    measurement: str = "outside"    # CPU: timed from outside the candidate's process
+                                    # (harness/measure.py); "inprocess" is the earlier protocol,
+                                    # kept for devices and for benchmarks/protocol_compare.py
     held_out: bool = True           # derive an odd-sized case when the problem declares none
     integrity: IntegrityPolicy = field(default_factory=IntegrityPolicy)
     timing: TimingPolicy = field(default_factory=TimingPolicy)
@@ -48,6 +53,8 @@ class EvalOptions:
             raise UsageError(f"--trials {self.trials}: at least 3 correctness trials are required")
         if self.baseline not in BASELINES:
             raise UsageError(f"--baseline {self.baseline!r}: choose one of {', '.join(BASELINES)}")
+        if self.measurement not in ("outside", "inprocess"):
+            raise UsageError(f"measurement {self.measurement!r}: choose outside or inprocess")
 
 
 class Evaluator:
@@ -271,7 +278,9 @@ class _Run:
             facts.setdefault("reference_ops", {})[case.name] = ref["ops"]
             facts.setdefault("reference_decomposed_ops", {})[case.name] = ref.get("decomposed_ops", [])
             n = len(self.seeds[case.name])
-            problems = [norm_ratio_problem(ref["outputs"][t], got["outputs"][t]) for t in range(n)]
+            noise = ref.get("noise") or [None] * n
+            problems = [norm_ratio_problem(ref["outputs"][t], got["outputs"][t], noise[t])
+                        for t in range(n)]
             problems += [launch_problem(case.name, got["launches"], policy),
                          fallback_problem(case.name, ref["ops"], got["ops"], policy,
                                           ref.get("decomposed_ops", []))]
@@ -292,7 +301,8 @@ class _Run:
         measure = self.ev.pool.run("measure", {
             **self._params(timed_cases), "seeds": self.post_seeds,
             "timing_seeds": self._draw(self.opts.timing_sets, timed_cases),
-            "timing": asdict(self.opts.timing), "baseline": self.opts.baseline})
+            "timing": asdict(self.opts.timing), "baseline": self.opts.baseline,
+            "measurement": self.opts.measurement})
         self._keep_logs("measure", measure)
         if measure.status != "ok":
             stage, reason = self._failure(measure)
@@ -306,6 +316,8 @@ class _Run:
             if problem:
                 self.reject("integrity", problem)
                 return None
+        if measure.result.get("protocol") == "outside":
+            return cases if self._outside_checks(timed_cases, cases) else None
         saved_cases = self.cases
         self.cases = timed_cases
         try:
@@ -315,6 +327,25 @@ class _Run:
         finally:
             self.cases = saved_cases
         return cases if ok else None
+
+    def _outside_checks(self, timed_cases: list[Case], cases: dict[str, Any]) -> bool:
+        """Sampled timed calls and the candidate's CPU outside its batches (harness/measure.py)."""
+        facts = self.result.integrity.setdefault("outside", {})
+        for case in timed_cases:
+            data = cases[case.name]
+            facts[case.name] = {"calls_per_batch": data.get("calls_per_batch"),
+                                "sampled_calls": len(data.get("samples") or []),
+                                "cpu": data.get("cpu"), "threads": data.get("threads")}
+            wrong = sampled_calls_problem(case.name, data.get("samples"), self.prob.tolerance)
+            if wrong:
+                self.reject("correctness", wrong)
+                return False
+            busy = idle_cpu_problem(case.name, data.get("cpu"))
+            if busy:
+                self.reject("integrity", busy)
+                return False
+            data.pop("samples", None)  # tensors: checked, not kept in the result
+        return True
 
     def _recheck(self, first: dict[str, Any]) -> None:
         """A very large speedup counts only if an independent measurement reproduces it."""

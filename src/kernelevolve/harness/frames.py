@@ -13,7 +13,6 @@ complete messages, so a supervisor can `select` on many descriptors and never bl
 from __future__ import annotations
 
 import json
-import os
 import socket
 import struct
 from typing import Any
@@ -109,14 +108,14 @@ def send_frame(sock: socket.socket, msg: dict[str, Any], fds: list[int] = ()) ->
 
 def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> dict[str, Any]:
     """Blocking read of one frame (the job child's side, waiting for a service reply)."""
-    head = _recv_exact(sock, 4)
+    head = recv_exact(sock, 4)
     (size,) = struct.unpack("<I", head)
     if size > limit:
         raise FrameError(f"frame of {size} bytes exceeds {limit}")
-    return parse(_recv_exact(sock, size))
+    return parse(recv_exact(sock, size))
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def recv_exact(sock: socket.socket, n: int) -> bytes:
     chunks, got = [], 0
     while got < n:
         chunk = sock.recv(min(n - got, 1 << 20))

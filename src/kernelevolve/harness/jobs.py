@@ -3,7 +3,8 @@
 - `fingerprint`: describe the machine and toolchain that measures.
 - `reference`: run the problem's `Model` on seeded inputs; never loads candidate code.
 - `check`: import the candidate, run `ModelNew` on the same seeded inputs, return the outputs.
-- `measure`: time reference and candidate interleaved, then run the candidate on fresh inputs.
+- `measure`: time reference and candidate (harness/measure.py: from outside the candidate's
+  process on CPU; harness/measure_inprocess.py on devices).
 
 Inputs are generated from seeds before the candidate is imported, so candidate code cannot
 influence them. Outputs leave as data (harness/wire.py); the comparison happens in the driver.
@@ -18,7 +19,6 @@ from kernelevolve.harness import wire
 from kernelevolve.harness.child import JobContext
 from kernelevolve.harness.errors_fmt import format_exception
 from kernelevolve.harness.session import JobFailure, Session, digest, flatten_outputs
-from kernelevolve.harness.timing import TimingPolicy, interleaved
 from kernelevolve.problem import Case, import_module
 
 
@@ -44,7 +44,7 @@ def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     for case in session.cases:
         try:
             model = session.build(session.module.Model, case)
-            outputs, digests, recorder = [], [], OpRecorder()
+            outputs, digests, noise, recorder = [], [], [], OpRecorder()
             with torch.no_grad():
                 for i, seed in enumerate(req["seeds"][case.name]):
                     inputs = session.inputs(case, seed)
@@ -56,6 +56,7 @@ def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
                     else:
                         out = model(*inputs)
                     outputs.append(flatten_outputs(out, "Model.forward"))
+                    noise.append(rounding_noise(model, inputs, outputs[-1]))
             session.platform.synchronize()
         except Exception as exc:  # noqa: BLE001 - a broken reference is the problem's fault
             if case.name in held_out:  # a derived shape the problem does not support: drop it
@@ -63,9 +64,39 @@ def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
                 continue
             why = exc.reason if isinstance(exc, JobFailure) else f"{type(exc).__name__}: {exc}"
             raise JobFailure("problem", f"the reference raised on case {case.name!r}: {why}") from None
-        result[case.name] = {"outputs": outputs, "digests": digests,
+        result[case.name] = {"outputs": outputs, "digests": digests, "noise": noise,
                              "ops": recorder.compute_ops(), "decomposed_ops": decomposed}
     return {"ok": True, "cases": result}
+
+
+def rounding_noise(model, inputs: list[Any], outputs: list[Any]) -> list[float | None]:
+    """Per output, how much of the reference is its own rounding error: ||ref - ref64|| over
+    ||ref||, with ref64 the same model run in float64. Near 0 for a reference that carries
+    signal; near 1 or above when the true result is (almost) zero and what the reference shows
+    is noise. None where the model cannot run in float64."""
+    import copy
+
+    import torch
+
+    try:
+        model64 = copy.deepcopy(model).double()
+        inputs64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                    for x in inputs]
+        with torch.no_grad():
+            out64 = flatten_outputs(model64(*inputs64), "Model.forward")
+    except Exception:  # noqa: BLE001 - integer-only ops, dtype-bound kernels: no estimate
+        return [None] * len(outputs)
+    noise: list[float | None] = []
+    for r, r64 in zip(outputs, out64):
+        if not (r.is_floating_point() and r64.is_floating_point()) or r.shape != r64.shape:
+            noise.append(None)
+            continue
+        ref = r.double()
+        finite = torch.isfinite(ref) & torch.isfinite(r64)
+        norm = float(torch.where(finite, ref, 0.0).norm())
+        err = float(torch.where(finite, ref - r64, 0.0).norm())
+        noise.append(err / norm if norm > 0 else None)
+    return noise
 
 
 def _load_candidate(req: dict[str, Any], progress: JobContext):
@@ -234,86 +265,19 @@ def job_check(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     return {"ok": True, "cases": result, "libraries": libraries}
 
 
-def _refill(targets: list[Any], values: list[Any]) -> None:
-    """Copy new input values into existing input tensors (same storage, same pointers)."""
-    import torch
-
-    with torch.no_grad():
-        for i, (dst, src) in enumerate(zip(targets, values)):
-            if isinstance(dst, torch.Tensor):
-                dst.copy_(src)
-            else:
-                targets[i] = src
-
-
 def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
-    import time
+    """CPU: timed from outside the candidate's process (harness/measure.py). Devices: in this
+    process, with the platform's event timer (harness/measure_inprocess.py): the outside
+    protocol is not built for GPUs yet."""
+    from kernelevolve.platforms import get_platform
 
-    import torch
+    if get_platform(req["platform"]).device == "cpu" and req.get("measurement") != "inprocess":
+        from kernelevolve.harness.measure import job_measure as outside
 
-    from kernelevolve.harness.probe import Snapshot, native_threads, warm_thread_pools
+        return outside(req, progress)
+    from kernelevolve.harness.measure_inprocess import job_measure as inprocess
 
-    clock = time.perf_counter  # bound before candidate code exists
-    progress.stage("problem")
-    session = Session(req)
-    policy = TimingPolicy(**req["timing"])
-    timer = session.platform.make_timer()
-    refs, sets, fresh = {}, {}, {}
-    for case in session.cases:
-        refs[case.name] = session.build(session.module.Model, case)
-        sets[case.name] = [session.inputs(case, s) for s in req["timing_seeds"][case.name]]
-        fresh[case.name] = [session.inputs(case, s) for s in req["seeds"][case.name]]
-    compiled, compile_error = {}, None
-    if req.get("baseline") == "compile":
-        progress.stage("compile")
-        try:
-            for case in session.cases:
-                fn = torch.compile(refs[case.name])
-                with torch.no_grad():
-                    fn(*sets[case.name][0])  # compiles now, outside the timed region
-                compiled[case.name] = fn
-        except Exception as exc:  # noqa: BLE001 - the baseline's failure is not the candidate's
-            compiled, compile_error = {}, f"torch.compile failed: {type(exc).__name__}: {exc}"
-    warm_thread_pools(req.get("helpers", {}))
-    snapshot = Snapshot(session.module, models=list(refs.values()) + list(compiled.values()))
-    snapshot.threads = native_threads()
-    module = _load_candidate(req, progress)
-    _guard(snapshot, "at import")
-    path = req["candidate"]
-    cands = {}
-    for case in session.cases:
-        progress.stage("load")
-        cands[case.name] = _build_candidate(session, module, case, path)
-    _guard(snapshot, "while constructing ModelNew")
-    result: dict[str, Any] = {}
-    for case in session.cases:
-        progress.stage("timing")
-        fns = [refs[case.name], cands[case.name]]
-        if case.name in compiled:
-            fns.append(compiled[case.name])
-        started = clock()
-        try:
-            with torch.no_grad():
-                samples = interleaved(fns, sets[case.name], timer, policy)
-        except Exception as exc:  # noqa: BLE001
-            raise JobFailure("timing", f"while timing case {case.name!r}:\n"
-                             + format_exception(exc, path), case=case.name) from None
-        loop_s = clock() - started
-        _guard(snapshot, f"while timing case {case.name!r}")
-        progress.stage("run")
-        # Re-check on fresh values written INTO the tensors that were just timed: a cache
-        # keyed by tensor identity, pointer or shape now returns a stale result and fails.
-        outputs = []
-        for trial, values in enumerate(fresh[case.name]):
-            timed = sets[case.name][trial % len(sets[case.name])]
-            _refill(timed, values)
-            outputs.append(_run_candidate(cands[case.name], timed, case, trial, path,
-                                          session.platform))
-        result[case.name] = {"ref_ms": samples[0], "cand_ms": samples[1],
-                             "compile_ms": samples[2] if len(samples) > 2 else None,
-                             "loop_s": loop_s, "outputs": outputs,
-                             "digests": [digest(x) for x in fresh[case.name]]}
-    return {"ok": True, "cases": result, "compile_error": compile_error}
+    return inprocess(req, progress)
 
 
 JOBS = {"fingerprint": job_fingerprint, "reference": job_reference, "check": job_check,

@@ -20,6 +20,7 @@ _NOTIF_RECV = 0xC0502100      # _IOWR('!', 0, struct seccomp_notif), 80 bytes
 _NOTIF_SEND = 0xC0182101      # _IOWR('!', 1, struct seccomp_notif_resp), 24 bytes
 _NOTIF_SIZE = 80
 _AT_FDCWD = -100
+_CONTINUE = 1                 # SECCOMP_USER_NOTIF_FLAG_CONTINUE
 _PATH_ARG = {"open": 0, "creat": 0, "openat": 1, "mkdir": 0, "mkdirat": 1, "unlink": 0,
              "unlinkat": 1, "rmdir": 0, "rename": 0, "renameat": 1, "renameat2": 1, "link": 0,
              "linkat": 1, "symlink": 1, "symlinkat": 2, "mknod": 0, "mknodat": 1, "execve": 0,
@@ -75,11 +76,33 @@ def receive(listener: int) -> Violation | None | bool:
     notif_id, tid, _flags, nr, _arch, _ip = struct.unpack_from("<QIIiIQ", buf, 0)
     args = struct.unpack_from("<6Q", buf, 32)
     name, detail = describe(nr, args, tid)
+    if name == "sched_setaffinity" and _same_process(tid, args[0]):
+        # An OpenMP thread binding itself (OMP_PROC_BIND): let the call run. Its only value
+        # argument is the thread id, checked here; the mask it points to binds only that thread.
+        _respond(listener, notif_id, 0, _CONTINUE)
+        return True
     answer = _harmless(name, args, tid)
     if answer is not None:
         _respond(listener, notif_id, -answer)
         return True
     return Violation(name, detail, tid)
+
+
+def _tgid(tid: int) -> int | None:
+    try:
+        with open(f"/proc/{tid}/status") as fh:
+            for line in fh:
+                if line.startswith("Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _same_process(caller: int, target: int) -> bool:
+    target &= 0xFFFFFFFF
+    mine = _tgid(caller)
+    return mine is not None and 0 < target < 1 << 22 and _tgid(target) == mine
 
 
 def _harmless(name: str, args: tuple[int, ...], tid: int) -> int | None:
@@ -100,9 +123,10 @@ def _harmless(name: str, args: tuple[int, ...], tid: int) -> int | None:
     return None
 
 
-def _respond(listener: int, notif_id: int, error: int) -> None:
+def _respond(listener: int, notif_id: int, error: int, flags: int = 0) -> None:
     try:
-        fcntl.ioctl(listener, _NOTIF_SEND, bytearray(struct.pack("<QqiI", notif_id, 0, error, 0)))
+        fcntl.ioctl(listener, _NOTIF_SEND, bytearray(struct.pack("<QqiI", notif_id, 0, error,
+                                                                 flags)))
     except OSError:
         pass  # the thread is gone
 

@@ -51,9 +51,22 @@ class Platform:
         # OPENBLAS_THREAD_TIMEOUT=4: numpy's OpenBLAS threads wait 2^4 cycles, not the default
         # 2^28 (~0.1 s of a core each, spinning after every call); a spinning pool steals a core
         # from whatever runs next and blurs the check that a candidate's threads are idle.
+        # GLIBC_TUNABLES: a timed batch keeps every call's output alive (the outside check reads
+        # one of them afterwards), so each call allocates afresh; without these, glibc maps big
+        # buffers anew and hands freed memory back, and every call pays ~1000 page faults for a
+        # 4 MB output (seen: eager softmax on 512x2048, 0.36 -> 0.85 ms a call). Freed memory now
+        # stays mapped for reuse.
+        # OMP_PROC_BIND/OMP_PLACES: one OpenMP thread per core. The candidate runs in a process
+        # of its own, whose team's worker the scheduler's wake-affine logic kept putting on the
+        # main thread's core (its CPU time was 1.2x its wall time: softmax measured 0.15x, not
+        # 0.20x). Threads bind themselves; the syscall filter lets a thread set the affinity
+        # of its own process's threads only.
         return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
                 "OPENBLAS_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE",
-                "OPENBLAS_THREAD_TIMEOUT": "4"}
+                "OMP_PROC_BIND": "true", "OMP_PLACES": "cores",
+                "OPENBLAS_THREAD_TIMEOUT": "4",
+                "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=33554432:"
+                                  "glibc.malloc.trim_threshold=17179869184"}
 
     def preload(self) -> list[str]:
         """Modules the worker server imports once before forking children."""

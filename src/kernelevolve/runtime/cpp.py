@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import os
 import re
 import subprocess
 import tempfile

@@ -1,0 +1,101 @@
+"""Measurement inside the candidate's process, for device platforms (CUDA, ROCm).
+
+The outside protocol (harness/measure.py) needs the candidate's outputs in host memory the
+reference process can read, and its work finished when it answers; on a GPU neither holds
+without trusting the candidate's own synchronisation, and no GPU was lent to build and test a
+device variant. So on devices the reference and the candidate are still timed here, in one
+process, with the platform's event timer and L2 flush, interleaved over rotating input sets,
+and the candidate is re-checked on fresh values written into the timed tensors. Verdicts on
+devices therefore still rest partly on this process (docs/SECURITY.md says which).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kernelevolve.harness.child import JobContext
+from kernelevolve.harness.errors_fmt import format_exception
+from kernelevolve.harness.jobs import _build_candidate, _guard, _load_candidate, _run_candidate
+from kernelevolve.harness.session import JobFailure, Session, digest
+from kernelevolve.harness.timing import TimingPolicy, interleaved
+
+
+def _refill(targets: list[Any], values: list[Any]) -> None:
+    """Copy new input values into existing input tensors (same storage, same pointers)."""
+    import torch
+
+    with torch.no_grad():
+        for i, (dst, src) in enumerate(zip(targets, values)):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)
+            else:
+                targets[i] = src
+
+
+def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
+    import time
+
+    import torch
+
+    from kernelevolve.harness.probe import Snapshot, native_threads, warm_thread_pools
+
+    clock = time.perf_counter  # bound before candidate code exists
+    progress.stage("problem")
+    session = Session(req)
+    policy = TimingPolicy(**req["timing"])
+    timer = session.platform.make_timer()
+    refs, sets, fresh = {}, {}, {}
+    for case in session.cases:
+        refs[case.name] = session.build(session.module.Model, case)
+        sets[case.name] = [session.inputs(case, s) for s in req["timing_seeds"][case.name]]
+        fresh[case.name] = [session.inputs(case, s) for s in req["seeds"][case.name]]
+    compiled, compile_error = {}, None
+    if req.get("baseline") == "compile":
+        progress.stage("compile")
+        try:
+            for case in session.cases:
+                fn = torch.compile(refs[case.name])
+                with torch.no_grad():
+                    fn(*sets[case.name][0])  # compiles now, outside the timed region
+                compiled[case.name] = fn
+        except Exception as exc:  # noqa: BLE001 - the baseline's failure is not the candidate's
+            compiled, compile_error = {}, f"torch.compile failed: {type(exc).__name__}: {exc}"
+    warm_thread_pools(req.get("helpers", {}))
+    snapshot = Snapshot(session.module, models=list(refs.values()) + list(compiled.values()))
+    snapshot.threads = native_threads()
+    module = _load_candidate(req, progress)
+    _guard(snapshot, "at import")
+    path = req["candidate"]
+    cands = {}
+    for case in session.cases:
+        progress.stage("load")
+        cands[case.name] = _build_candidate(session, module, case, path)
+    _guard(snapshot, "while constructing ModelNew")
+    result: dict[str, Any] = {}
+    for case in session.cases:
+        progress.stage("timing")
+        fns = [refs[case.name], cands[case.name]]
+        if case.name in compiled:
+            fns.append(compiled[case.name])
+        started = clock()
+        try:
+            with torch.no_grad():
+                samples = interleaved(fns, sets[case.name], timer, policy)
+        except Exception as exc:  # noqa: BLE001
+            raise JobFailure("timing", f"while timing case {case.name!r}:\n"
+                             + format_exception(exc, path), case=case.name) from None
+        loop_s = clock() - started
+        _guard(snapshot, f"while timing case {case.name!r}")
+        progress.stage("run")
+        # Re-check on fresh values written INTO the tensors that were just timed: a cache
+        # keyed by tensor identity, pointer or shape now returns a stale result and fails.
+        outputs = []
+        for trial, values in enumerate(fresh[case.name]):
+            timed = sets[case.name][trial % len(sets[case.name])]
+            _refill(timed, values)
+            outputs.append(_run_candidate(cands[case.name], timed, case, trial, path,
+                                          session.platform))
+        result[case.name] = {"ref_ms": samples[0], "cand_ms": samples[1],
+                             "compile_ms": samples[2] if len(samples) > 2 else None,
+                             "loop_s": loop_s, "outputs": outputs,
+                             "digests": [digest(x) for x in fresh[case.name]]}
+    return {"ok": True, "cases": result, "compile_error": compile_error}
