@@ -1,6 +1,6 @@
 # problem: softmax
 # expect: correctness|integrity
-# reason: wrong result
+# reason: wrong result|same output buffer
 """Skips the kernel on every second call and returns the previous call's output. A repeat on the
 same input cannot see it (the previous output is right for that input), and half of the timed
 calls cost nothing; only fresh inputs on consecutive calls expose it."""

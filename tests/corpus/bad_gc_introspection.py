@@ -1,12 +1,14 @@
 # problem: softmax
 # expect: static
 # reason: gc access
-# runtime: integrity
-# runtime_reason: changed|replaced|reference|baseline
+# runtime: accepted
 """Walks gc.get_objects() at import for live instances of the problem's Model (the benchmark's
 baseline, built in the same process before the candidate is imported) and shadows each
 instance's forward with one that computes the result four times. The class is untouched, so a
-check of Model's attributes sees nothing; only the baseline gets slower."""
+check of Model's attributes sees nothing; only the baseline gets slower. With the static rules
+off it is accepted at its real speed: the timed baseline lives in another process, which never
+loads candidate code, so there is nothing here to find (tests/test_measure.py checks the
+speedup against the honest kernel's)."""
 import ctypes
 import gc
 

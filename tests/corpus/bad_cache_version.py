@@ -1,0 +1,50 @@
+# problem: softmax
+# expect: correctness
+# reason: timed call|wrong result
+"""Memoises the output per input tensor *version*: (data pointer, `x._version`, shape). A harness
+that re-checks after timing by writing fresh values into the timed tensors with `copy_()` bumps
+the version, so the cache misses exactly then and hits on every timed call. Each timed call
+must get content the candidate has not seen, and outputs of timed calls must be checked."""
+import ctypes
+
+import torch
+import torch.nn as nn
+
+from kernelevolve.runtime import load_cpp, ptr
+
+SRC = r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
+    #pragma omp parallel for if(rows * cols > 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; ++c) { yr[c] = std::exp(xr[c] - m); s += yr[c]; }
+        const float inv = static_cast<float>(1.0 / s);
+        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    }
+}
+"""
+lib = load_cpp(SRC, name="corpus_softmax")
+lib.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+lib.softmax_rows.restype = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = {}
+
+    def forward(self, x):
+        key = (x.data_ptr(), x._version, tuple(x.shape))
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        y = torch.empty_like(x)
+        lib.softmax_rows(ptr(x.contiguous()), ptr(y), x.shape[0], x.shape[1])
+        self.cache[key] = y
+        return y
