@@ -29,11 +29,12 @@ import socket
 from typing import Any
 
 from kernelevolve.harness import frames
+from kernelevolve.harness.child import Containable
 
 
-class RelayContext:
-    """The JobContext interface (stage, build, contain) over the link to the reference
-    process, for the code shared with check jobs (`jobs._load_candidate`)."""
+class RelayContext(Containable):
+    """The JobContext interface (stage, build, contain) over the link to the coordinator,
+    for the code shared with check jobs (`jobs._load_candidate`)."""
 
     def __init__(self, sock: socket.socket, request: dict[str, Any]):
         self.sock, self.request = sock, request
@@ -49,20 +50,12 @@ class RelayContext:
         reply = frames.recv_frame(self.sock)
         return reply.get("reply") if isinstance(reply.get("reply"), dict) else {}
 
-    def contain(self) -> None:
-        if self.contained or not self.containment.get("seccomp", True):
-            self.contained = True
-            return
-        from kernelevolve.harness import seccomp
-
-        listener = seccomp.install(seccomp.PROFILES.get(self.containment.get("profile"),
-                                                        seccomp.STRICT))
-        if listener is not None:
-            frames.send_frame(self.sock, {"listener": True}, [listener])
-            os.close(listener)
-            if frames.recv_frame(self.sock).get("ack") != "listener":
-                raise RuntimeError("the syscall filter's listener was not taken")
-        self.contained = True
+    def hand_over_listener(self, listener: int) -> None:
+        """The filter's listener goes to the coordinator, which passes it to the server."""
+        frames.send_frame(self.sock, {"listener": True}, [listener])
+        os.close(listener)
+        if frames.recv_frame(self.sock).get("ack") != "listener":
+            raise RuntimeError("the syscall filter's listener was not taken")
 
 
 ROLES = ("candidate", "reference")

@@ -91,7 +91,24 @@ def _job_folders(req: dict[str, Any], containment: dict[str, Any]) -> str:
     return writable
 
 
-class JobContext:
+class Containable:
+    """`contain()` for a context with `containment`, `contained` and `hand_over_listener`."""
+
+    def contain(self) -> None:
+        """The syscall filter, on every thread, before candidate code runs."""
+        if self.contained or not self.containment.get("seccomp", True):
+            self.contained = True
+            return
+        from kernelevolve.harness import seccomp
+
+        listener = seccomp.install(seccomp.PROFILES.get(self.containment.get("profile"),
+                                                        seccomp.STRICT))
+        if listener is not None:
+            self.hand_over_listener(listener)
+        self.contained = True
+
+
+class JobContext(Containable):
     """What a job gets from its child: the request, stage reports, the build service, the
     containment step and the result file."""
 
@@ -121,19 +138,6 @@ class JobContext:
         ack = frames.recv_frame(self.ctl)
         if ack.get("ack") != "listener":
             raise RuntimeError("the worker server did not take the syscall listener")
-
-    def contain(self) -> None:
-        """The syscall filter, on every thread, before candidate code runs."""
-        if self.contained or not self.containment.get("seccomp", True):
-            self.contained = True
-            return
-        from kernelevolve.harness import seccomp
-
-        listener = seccomp.install(seccomp.PROFILES.get(self.containment.get("profile"),
-                                                        seccomp.STRICT))
-        if listener is not None:
-            self.hand_over_listener(listener)
-        self.contained = True
 
     def write_result(self, data: bytes) -> None:
         os.ftruncate(self.result_fd, 0)
