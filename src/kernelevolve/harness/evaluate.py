@@ -379,12 +379,13 @@ class _Run:
             case_result.ref_ms, case_result.cand_ms = ref.median_ms, cand.median_ms
             case_result.speedup = ref.median_ms / cand.median_ms
             case_result.speedup_ci = speedup_interval(data["ref_ms"], data["cand_ms"])
-            measured_ms += sum(data["ref_ms"]) + sum(data["cand_ms"])
+            calls = data.get("calls_per_batch") or 1  # samples are per call, of n-call batches
+            measured_ms += calls * (sum(data["ref_ms"]) + sum(data["cand_ms"]))
             if data.get("compile_ms"):
                 comp = summarize(data["compile_ms"])
                 case_result.compile_timing, case_result.compile_ms = comp, comp.median_ms
                 compile_speedups.append(comp.median_ms / cand.median_ms)
-                measured_ms += sum(data["compile_ms"])
+                measured_ms += calls * sum(data["compile_ms"])
             speedups.append(case_result.speedup)
             weights.append(case_result.weight)
             pairs.append((data["ref_ms"], data["cand_ms"]))

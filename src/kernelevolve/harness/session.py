@@ -49,6 +49,13 @@ class Session:
         values = list(self.module.get_inputs())
         return [self._to_device(v) for v in values]
 
+    def inputs_many(self, case: Case, seed: int, count: int) -> list[list[Any]]:
+        """`count` input sets from one seed: get_inputs() called again and again on one random
+        stream (seeding costs more than a small problem's inputs)."""
+        self.binder.bind(case)
+        seed_all(seed)
+        return [[self._to_device(v) for v in self.module.get_inputs()] for _ in range(count)]
+
     def build(self, cls: type, case: Case):
         self.binder.bind(case)
         seed_all(self.init_seed)
