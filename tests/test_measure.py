@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import CORPUS, PROBLEMS, example
-from kernelevolve.harness import measure
+from kernelevolve.harness import measure, timed_link
 from kernelevolve.harness.integrity import (idle_cpu_problem, norm_ratio_problem,
                                             sampled_calls_problem)
 from kernelevolve.harness.shared_inputs import ReadOnlySets, SharedSets
@@ -129,18 +129,18 @@ def test_calls_per_batch_follows_time_and_memory():
 
 
 def test_outputs_are_read_from_the_candidates_memory_as_laid_out():
-    me = measure.TimedProcess(os.getpid(), None, "candidate")
+    me = timed_link.TimedProcess(os.getpid(), None, "candidate")
     t = torch.arange(24, dtype=torch.float32).reshape(4, 6)
-    got = measure._read_tensor(me, t.data_ptr(), "float32", [4, 6], ["float32", [4, 6], [6, 1]])
+    got = timed_link.read_tensor(me, t.data_ptr(), "float32", [4, 6], ["float32", [4, 6], [6, 1]])
     assert torch.equal(got, t)
     view = t.t()
-    got = measure._read_tensor(me, view.data_ptr(), "float32", [6, 4],
+    got = timed_link.read_tensor(me, view.data_ptr(), "float32", [6, 4],
                                ["float32", [6, 4], list(view.stride())])
     assert torch.equal(got, view)
     for bad in (["float64", [4, 6], [6, 1]], ["float32", [4, 5], [6, 1]],
                 ["float32", [4, 6], [-6, 1]], ["float32", [4, 6], [600, 100]], "garbage"):
-        assert measure._read_tensor(me, t.data_ptr(), "float32", [4, 6], bad) is None
-    assert measure._read_tensor(me, 8, "float32", [4, 6], ["float32", [4, 6], [6, 1]]) is None
+        assert timed_link.read_tensor(me, t.data_ptr(), "float32", [4, 6], bad) is None
+    assert timed_link.read_tensor(me, 8, "float32", [4, 6], ["float32", [4, 6], [6, 1]]) is None
 
 
 def test_sampled_calls_and_idle_cpu_verdicts():

@@ -21,8 +21,8 @@ from kernelevolve.harness.integrity import (IntegrityPolicy, fallback_problem,
                                             timing_problem)
 from kernelevolve.harness.pool import JobOutcome, Limits, WorkerPool
 from kernelevolve.harness.static import check_static
-from kernelevolve.harness.timing import (TimingPolicy, speedup_interval, summarize,
-                                         weighted_geomean, weighted_interval)
+from kernelevolve.harness.scoring import score
+from kernelevolve.harness.timing import TimingPolicy
 from kernelevolve.platforms import get_platform
 from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
 from kernelevolve.types import CaseResult, EvalResult
@@ -194,7 +194,7 @@ class _Run:
         timed = self._measure()
         if timed is None:
             return
-        self._score(timed)
+        score(self.result, timed)
         if result.speedup is not None and result.speedup > self.opts.integrity.recheck_speedup:
             self._recheck(timed)
 
@@ -355,52 +355,17 @@ class _Run:
         second = self._measure()
         if second is None:
             return
-        self._score(second)
+        score(self.result, second)
         again = result.speedup
         result.integrity["recheck"] = {"first": claimed, "second": again}
         # The lower of the two counts. A big disagreement is noise far more often than fraud
         # (a load spike slowing eager: 12.5x, then 2.3x, seen on this 2-core machine), and the
         # re-measurement's own correctness round has already run, so it is not a rejection.
         if again > claimed:
-            self._score(first)
+            score(self.result, first)
         if max(claimed, again) > 2 * min(claimed, again):
             result.reason += (f" (a first measurement of {max(claimed, again):.2f}x was not "
                               "reproduced; the lower one counts)")
-
-    def _score(self, cases: dict[str, Any]) -> None:
-        result = self.result
-        speedups, weights, compile_speedups, measured_ms, pairs = [], [], [], 0.0, []
-        for case_result in result.cases:
-            if case_result.held_out:
-                continue
-            data = cases[case_result.name]
-            ref, cand = summarize(data["ref_ms"]), summarize(data["cand_ms"])
-            case_result.ref_timing, case_result.cand_timing = ref, cand
-            case_result.ref_ms, case_result.cand_ms = ref.median_ms, cand.median_ms
-            case_result.speedup = ref.median_ms / cand.median_ms
-            case_result.speedup_ci = speedup_interval(data["ref_ms"], data["cand_ms"])
-            calls = data.get("calls_per_batch") or 1  # samples are per call, of n-call batches
-            measured_ms += calls * (sum(data["ref_ms"]) + sum(data["cand_ms"]))
-            if data.get("compile_ms"):
-                comp = summarize(data["compile_ms"])
-                case_result.compile_timing, case_result.compile_ms = comp, comp.median_ms
-                compile_speedups.append(comp.median_ms / cand.median_ms)
-                measured_ms += calls * sum(data["compile_ms"])
-            speedups.append(case_result.speedup)
-            weights.append(case_result.weight)
-            pairs.append((data["ref_ms"], data["cand_ms"]))
-        result.measured = True
-        result.speedup_ci = weighted_interval(pairs, weights)
-        result.measured_s += measured_ms / 1e3
-        result.speedup = weighted_geomean(speedups, weights)
-        result.compile_speedup = (weighted_geomean(compile_speedups, weights)
-                                  if len(compile_speedups) == len(speedups) else None)
-        result.accepted, result.stage, result.fitness = True, "accepted", result.speedup
-        lo, hi = result.speedup_ci
-        result.reason = (f"accepted: {result.speedup:.3f}x weighted speedup over eager PyTorch "
-                         f"(95% interval {lo:.3f}-{hi:.3f}) across {len(speedups)} case(s)")
-        if result.compile_speedup is not None:
-            result.reason += f"; {result.compile_speedup:.3f}x over torch.compile"
 
 
 def evaluate(problem: str | Path, candidate: str | Path, *, platform: str = "cpu",

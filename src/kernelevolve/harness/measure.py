@@ -28,15 +28,15 @@ sets, so drift, load and cache warmth cancel; per-call times are batch time over
 from __future__ import annotations
 
 import ctypes
-import mmap
 import os
 import secrets
 import time
 from typing import Any
 
-from kernelevolve.harness import candidate_proc, frames
+from kernelevolve.harness import candidate_proc
 from kernelevolve.harness.child import JobContext
 from kernelevolve.harness.session import JobFailure, Session
+from kernelevolve.harness.timed_link import TimedProcess, itemsize, read_tensor, threads
 from kernelevolve.harness.timing import TimingPolicy
 
 BATCH_S = 0.0025           # the faster side's batch lasts this: long enough that the round
@@ -86,172 +86,6 @@ def _seed() -> int:
     return 1 + int.from_bytes(os.urandom(4), "little") % (2**31 - 1)
 
 
-class TimedProcess:
-    """The coordinator's view of a timed process: commands, its CPU clock, its memory."""
-
-    def __init__(self, pid: int, link, role: str):
-        self.pid, self.link, self.role = pid, link, role
-        self._mem: int | None = None
-
-    def wait_ready(self) -> dict[str, Any]:
-        """The reference process's answer once its models are built (and compiled)."""
-        try:
-            msg = frames.recv_frame(self.link)
-        except (frames.FrameError, OSError):
-            raise RuntimeError(f"the reference process {self.ended()} while building the "
-                               "reference") from None
-        if msg.get("ready") is not True:
-            raise RuntimeError("the reference process sent a malformed message")
-        return msg
-
-    # ---- the load phase: relay stage reports, builds and the filter's listener -----------
-    def relay_load(self, ctx: JobContext) -> None:
-        import socket
-
-        while True:
-            try:
-                data, fds, _, _ = socket.recv_fds(self.link, 1 << 20, 2)
-            except OSError:
-                data, fds = b"", []
-            if not data:
-                raise JobFailure("load", f"the candidate's process {self.ended()} while loading")
-            msgs = self._frames(data)
-            for msg in msgs:
-                if "stage" in msg and msg["stage"] in ("load", "run"):
-                    ctx.stage(msg["stage"])
-                elif "service" in msg:
-                    frames.send_frame(self.link, {"reply": ctx.service(msg["service"])})
-                elif msg.get("listener") is True and fds:
-                    ctx.hand_over_listener(fds.pop(0))
-                    frames.send_frame(self.link, {"ack": "listener"})
-                elif msg.get("ready") is True:
-                    for fd in fds:
-                        os.close(fd)
-                    return
-                elif isinstance(msg.get("failed"), dict):
-                    raise _failure(msg["failed"], "load")
-                else:
-                    raise JobFailure("load", "the candidate's process sent a malformed message")
-            for fd in fds:
-                os.close(fd)
-
-    def _frames(self, data: bytes) -> list[dict[str, Any]]:
-        reader = getattr(self, "_reader", None) or frames.FrameReader()
-        self._reader = reader
-        try:
-            return reader.feed(data)
-        except frames.FrameError as exc:
-            raise JobFailure("load", f"the candidate's process sent a malformed message: {exc}")
-
-    # ---- timed work --------------------------------------------------------------------------
-    def cpu_s(self) -> float:
-        """The candidate process's CPU time, all its threads (exited ones too), read from here."""
-        try:
-            return time.clock_gettime(((~self.pid) << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(SCHED)
-        except OSError:
-            return float("nan")
-
-    def send_sets(self, case: str, shared) -> None:
-        frames.send_frame(self.link, {"op": "sets", "case": case, "spec": shared.spec()},
-                          [shared.fd])
-        self._expect("attached")
-
-    def batch(self, case: str, indices: list[int], numbers: dict[str, Any],
-              model: str = "ref") -> dict[str, Any]:
-        frames.send_frame(self.link, {"op": "batch", "case": case, "sets": indices,
-                                      "numbers": numbers, "model": model})
-        return self._expect("done")
-
-    def _expect(self, key: str) -> dict[str, Any]:
-        try:
-            msg = frames.recv_frame(self.link)
-        except (frames.FrameError, OSError) as exc:
-            raise JobFailure("timing", f"the {self.role}'s process {self.ended()} during timing"
-                             f"{'' if isinstance(exc, OSError) else f' ({exc})'}") from None
-        if isinstance(msg.get("failed"), dict):
-            if self.role == "reference":
-                raise JobFailure("problem", "the reference failed during timing: "
-                                 + str(msg["failed"].get("reason"))[:20000])
-            raise _failure(msg["failed"], "timing")
-        if msg.get(key) is not True:
-            raise JobFailure("timing", f"the {self.role}'s process answered a timed batch with "
-                                       "a malformed message")
-        return msg
-
-    def outputs(self, call: int) -> list[Any] | None:
-        """The reference process's outputs of one kept call, sent by it (it is trusted)."""
-        import torch
-
-        frames.send_frame(self.link, {"op": "outputs", "call": call})
-        msg = frames.recv_frame(self.link)
-        if msg.get("outputs") is not True:
-            return None
-        out = []
-        for dtype, shape, nbytes in msg["layout"]:
-            buf = mmap.mmap(-1, max(nbytes, 1))  # off the heap (see _offheap)
-            buf.write(frames.recv_exact(self.link, nbytes) if nbytes else b"")
-            tdtype = getattr(torch, dtype)
-            flat = torch.frombuffer(buf, dtype=tdtype, count=nbytes // torch.empty(
-                (), dtype=tdtype).element_size()) if nbytes else torch.empty(0, dtype=tdtype)
-            out.append(flat.view(shape))
-        return out
-
-    def read(self, address: Any, nbytes: int) -> bytes | None:
-        """Bytes of the candidate's memory, read from outside it."""
-        if not isinstance(address, int) or address <= 0 or nbytes < 0:
-            return None
-        try:
-            if self._mem is None:
-                self._mem = os.open(f"/proc/{self.pid}/mem", os.O_RDONLY)
-            data = os.pread(self._mem, nbytes, address)
-        except (OSError, OverflowError, ValueError):
-            return None
-        return data if len(data) == nbytes else None
-
-    def ended(self) -> str:
-        try:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            return "ended"
-        if not done:
-            return "stopped answering"
-        if os.WIFSIGNALED(status):
-            import signal
-
-            sig = os.WTERMSIG(status)
-            name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
-            return f"died from {name}" + (" (writing into its read-only inputs?)"
-                                          if name in ("SIGSEGV", "SIGBUS") else "")
-        return f"exited with status {os.WEXITSTATUS(status)}"
-
-    def close(self) -> None:
-        try:
-            frames.send_frame(self.link, {"op": "exit"})
-        except OSError:
-            pass
-        self.link.close()
-        if self._mem is not None:
-            os.close(self._mem)
-        for _ in range(100):
-            try:
-                done, _ = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if done:
-                return
-            time.sleep(0.01)
-        os.kill(self.pid, 9)
-        os.waitpid(self.pid, 0)
-
-
-def _failure(failed: dict[str, Any], default_stage: str) -> JobFailure:
-    stage = failed.get("stage") if failed.get("stage") in ("load", "run", "timing") else \
-        default_stage
-    reason = failed.get("reason")
-    return JobFailure(stage, reason[:20000] if isinstance(reason, str) and reason else
-                      "the candidate's process failed without a reason")
-
-
 class CaseTiming:
     """One case: batch sizing, the interleaved loop, the sampled checks, the CPU accounts."""
 
@@ -276,7 +110,7 @@ class CaseTiming:
             numel = 1
             for n in shape:
                 numel *= n
-            out_bytes += numel * _itemsize(dtype)
+            out_bytes += numel * itemsize(dtype)
         self.out_bytes = out_bytes
         self._resize(calls_per_batch(t_ref, self.set_bytes, out_bytes))
         return self._loop()
@@ -378,7 +212,7 @@ class CaseTiming:
         acct["setup_cpu_s"] = self.setup_cpu_s
         return {"ref_ms": ref_ms, "cand_ms": cand_ms, "compile_ms": comp_ms or None,
                 "loop_s": time.monotonic() - start, "calls_per_batch": self.n,
-                "samples": samples, "cpu": acct, "threads": _threads(self.cand.pid)}
+                "samples": samples, "cpu": acct, "threads": threads(self.cand.pid)}
 
     def _pair(self, rep: int, numbers: dict[str, Any], acct: dict[str, float]):
         """One reference batch and one candidate batch on the same sets, in alternating order
@@ -423,7 +257,7 @@ class CaseTiming:
             return entry
         entry["cand"] = []
         for address, (dtype, shape), lay in zip(outs, self.out_layout, layout):
-            tensor = _read_tensor(self.cand, address, dtype, shape, lay)
+            tensor = read_tensor(self.cand, address, dtype, shape, lay)
             if tensor is None:
                 entry["cand"], entry["error"] = None, (
                     f"the output of call {j + 1} could not be read from the candidate's memory "
@@ -440,59 +274,3 @@ def calls_per_batch(t_ref_s: float, set_bytes: int, out_bytes: int) -> int:
     by_time = math.ceil(BATCH_S / t_ref_s)
     by_memory = min(SET_BUDGET // max(set_bytes, 1), SET_BUDGET // max(out_bytes, 1))
     return max(1, min(by_time, by_memory, MAX_CALLS))
-
-
-def _read_tensor(cand: TimedProcess, address: Any, dtype: str, shape: list[int], lay: Any):
-    import torch
-
-    if not (isinstance(lay, list) and len(lay) == 3 and lay[0] == dtype and lay[1] == shape
-            and isinstance(lay[2], list) and len(lay[2]) == len(shape)
-            and all(isinstance(s, int) and s >= 0 for s in lay[2])):
-        return None
-    tdtype = getattr(torch, dtype)
-    item = torch.empty((), dtype=tdtype).element_size()
-    numel = 1
-    for s in shape:
-        numel *= s
-    if numel == 0:
-        return torch.empty(shape, dtype=tdtype)
-    span = 1 + sum((s - 1) * st for s, st in zip(shape, lay[2]))
-    if span > 4 * numel:
-        return None
-    raw = cand.read(address, span * item)
-    if raw is None:
-        return None
-    buf = mmap.mmap(-1, len(raw))
-    buf.write(raw)
-    flat = torch.frombuffer(buf, dtype=tdtype)
-    strided = flat.as_strided(shape, lay[2])
-    return strided if strided.is_contiguous() else _offheap(strided)
-
-
-def _itemsize(dtype: str) -> int:
-    import torch
-
-    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
-
-
-def _offheap(tensor):
-    """A copy of `tensor` in its own anonymous mapping, outside the malloc heap: samples kept
-    across batches must not pin heap chunks, or each batch's outputs land on fresh pages and
-    every call pays ~1000 page faults per 4 MB (seen: eager softmax 0.58 -> 1.05 ms)."""
-    import torch
-
-    t = tensor.detach().contiguous()
-    nbytes = t.numel() * t.element_size()
-    if nbytes == 0:
-        return t.clone()
-    buf = mmap.mmap(-1, nbytes)
-    out = torch.frombuffer(buf, dtype=t.dtype).view(t.shape)
-    out.copy_(t)
-    return out
-
-
-def _threads(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return 0
