@@ -243,8 +243,7 @@ class RayExecutor:
     async def _probe(self, slot: _Slot) -> None:
         """Back into the queue once Ray's restart of the actor answers; dropped otherwise."""
         try:
-            info = await asyncio.wait_for(_awaitable(slot.handle.ready.remote()),
-                                          self.ready_timeout_s)
+            info = await asyncio.wait_for(self._ready_after_restart(slot), self.ready_timeout_s)
         except asyncio.CancelledError:
             self._unchecked.append(slot)
             raise
@@ -261,6 +260,16 @@ class RayExecutor:
                                           "node_id": slot.node.get("node_id"),
                                           "actor_id": slot.node.get("actor_id")})
         self._queue_for_loop().put_nowait(slot)
+
+    async def _ready_after_restart(self, slot: _Slot) -> dict[str, Any]:
+        """`ready` once the restarted actor answers. While Ray is still restarting it, a call
+        can fail at once as temporarily unavailable (seen on a loaded machine): ask again."""
+        unavailable = getattr(self.ray.exceptions, "ActorUnavailableError", ())
+        while True:
+            try:
+                return await _awaitable(slot.handle.ready.remote())
+            except unavailable:
+                await asyncio.sleep(0.2)
 
     def _kill(self, slot: _Slot, restart: bool = False) -> None:
         try:
