@@ -34,13 +34,19 @@ def test_attacks_on_the_clock_and_the_baseline_measure_what_the_kernel_does(eval
     """Each of these was accepted with an inflated speedup when the candidate's process held
     the clock and the baseline (6.98x, 1.55x, 1.39x for a 0.19x kernel, seen). Now each is
     within noise of the same kernel without the trick."""
-    honest = _speedup(evaluator, CORPUS / "good_softmax_cpp.py")
     tricks = {"bad_capi_timer.py": dict(static_rules=False, inspect_libraries=False),
               "bad_cache_sampled.py": {}, "bad_cache_checksum.py": {},
               "bad_gc_introspection.py": dict(static_rules=False)}
+    # The honest kernel is measured on both sides of each trick: on a loaded machine the round
+    # trip grows and pulls a slow kernel's speedup towards 1, and load changes by the minute.
+    before = _speedup(evaluator, CORPUS / "good_softmax_cpp.py")
     for name, layers in tricks.items():
         got = _speedup(evaluator, CORPUS / name, **layers)
+        after = _speedup(evaluator, CORPUS / "good_softmax_cpp.py")
+        honest = max(before, after)
+        assert got < 1.0, f"{name}: {got:.3f}x, a win for a {honest:.3f}x kernel"
         assert got < 1.6 * honest, f"{name}: {got:.3f}x against the honest {honest:.3f}x"
+        before = after
 
 
 REFERENCE_ALONE = '''
