@@ -39,10 +39,11 @@ from kernelevolve.harness.session import JobFailure, Session
 from kernelevolve.harness.timed_link import TimedProcess, itemsize, read_tensor, threads
 from kernelevolve.harness.timing import TimingPolicy
 
-BATCH_S = 0.0025           # the faster side's batch lasts this: long enough that the round
-                           # trip (~0.25 ms here, paid by both sides) is small, short enough
+BATCH_S = 0.005            # the faster side's batch lasts this: long enough that the round
+                           # trip (~0.04-0.25 ms here, paid by both sides) is small, short enough
                            # that the sets and kept outputs stay few (each call writes a fresh
                            # output buffer, so longer batches measure a colder cache)
+WARM_PAIRS = 6             # warm-up pairs at most (warming stops once the batch size holds)
 MAX_CALLS = 256            # calls per batch, at most
 SET_BUDGET = 256 << 20     # bytes of input sets per case, and of outputs the candidate keeps
 SAMPLE_BUDGET = 64 << 20   # bytes of sampled outputs sent to the driver per case
@@ -178,18 +179,25 @@ class CaseTiming:
         ref_ms, cand_ms, comp_ms, samples = [], [], [], []
         acct = {"cand_batches_cpu_s": 0.0, "ref_batches_cpu_s": 0.0, "total_cpu_s": 0.0,
                 "ref_batches_wall_s": 0.0, "cand_batches_wall_s": 0.0}
-        sample_bytes, rep, warm = 0, 0, self.policy.warmup > 0
+        sample_bytes, rep = 0, 0
+        warm, fresh = (WARM_PAIRS if self.policy.warmup > 0 else 0), True
         start = time.monotonic()
         cpu_start, self.setup_cpu_s = self.cand.cpu_s(), 0.0
         while True:
             numbers = self._fill()
             timed, done = self._pair(rep, numbers, acct)
-            if warm:  # the first pair warms caches, pools and the candidate's lazy setup; then
-                warm = False  # the batch is sized by the faster side
+            if warm:  # warm-up pairs: caches, pools, the candidate's lazy setup. From the
+                warm -= 1  # second pair at a size on, the batch is sized by the faster side,
+                if fresh:  # until the size holds still. The first pair at a size pays its
+                    fresh = False  # setup (new mappings, output pages, first calls): sized on
+                    continue  # it, a 0.5 ms kernel's batches held 2 calls, not 5
                 fastest = min(timed["ref"], timed["cand"]) / self.n
                 n = calls_per_batch(fastest, self.set_bytes, self.out_bytes)
                 if n != self.n:
                     self._resize(n)
+                    fresh = True
+                else:
+                    warm = 0
                 continue
             ref_ms.append(1e3 * timed["ref"] / self.n)
             cand_ms.append(1e3 * timed["cand"] / self.n)
