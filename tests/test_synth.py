@@ -59,7 +59,7 @@ def test_triton_draft_accepted_under_interpreter(evaluator, tmp_path, name):
 
 def test_rewritten_tunables_still_accepted(evaluator, tmp_path):
     source, _ = synthesize(str(example("rmsnorm")), "cpp")
-    tuned = rewrite(source, {"ROWS_PER_TASK": 4, "PARALLEL_MIN_ELEMENTS": 0, "FAST_EXP": 0})
+    tuned = rewrite(source, {"ROWS_PER_TASK": 4, "PARALLEL_MIN_ELEMENTS": 0, "WIDE_VECTORS": 0})
     assert tuned != source
     result = _evaluate(evaluator, example("rmsnorm"), tuned, tmp_path, "synth_tuned")
     assert result.accepted, result.reason
@@ -88,7 +88,7 @@ def test_optimize_on_an_uncovered_problem_says_why_and_what_to_do(tmp_path):
     proc = run_cli("optimize", str(PROBLEMS / "synth_cumsum.py"), "--workspace",
                    str(tmp_path / "ws"), "--max-evals", "2", timeout=300)
     out = " ".join((proc.stdout + proc.stderr).split())
-    assert proc.returncode == 0, out
+    assert proc.returncode == 4, out  # nothing to search from
     assert "no safe improvement" in out
     assert "the synthesizer: no fusable op: cumsum" in out
     assert "--seed-candidate FILE or configure an LLM" in out

@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import itertools
 import pickle
+from pathlib import Path
 from collections import Counter
 
 import pytest
@@ -372,3 +373,20 @@ def test_tune_meta_for_seeds():
     other = parent(rewrite(SRC, {"BLOCK_ROWS": 16}), node_id=9)
     drafts = propose(TuneOperator(), ctx(other, want=50, seen_meta=[meta]))
     assert read_config(SRC) not in [d.meta["tune_config"] for d in drafts]
+
+
+def test_synth_declares_only_the_knobs_its_kernels_read(tmp_path):
+    from kernelevolve.operators.tunables import space
+    from kernelevolve.synth import synthesize
+
+    pointwise = tmp_path / "relu_affine.py"
+    pointwise.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                         "    def forward(self, x):\n        return torch.relu(x) * 2 + 1\n\n\n"
+                         "def get_inputs():\n    return [torch.randn(64, 256)]\n\n\n"
+                         "def get_init_inputs():\n    return []\n")
+    knobs = set(space(synthesize(str(pointwise), "cpp")[0]))
+    assert knobs == {"PARALLEL_MIN_ELEMENTS", "WIDE_VECTORS"}  # no exp, no rows
+    softmax = Path(__file__).resolve().parent.parent / "examples" / "softmax" / "problem.py"
+    assert {"FAST_EXP", "ROWS_PER_TASK"} <= set(space(synthesize(str(softmax), "cpp")[0]))
+    triton = set(space(synthesize(str(pointwise), "triton")[0]))
+    assert triton == {"BLOCK_ELEMENTS", "NUM_WARPS"}  # flat kernels read no MAX_BLOCK_COLS

@@ -3,7 +3,7 @@ kernels' ctypes signatures, `ModelNew.__init__` (the reference's own) and a `for
 runs torch-kept steps and kernel calls in plan order."""
 from __future__ import annotations
 
-from kernelevolve.synth.cpp_prelude import PRELUDE
+from kernelevolve.synth.cpp_prelude import PRELUDE, tunables_read
 from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
                                        ident, imports_of, problem_name, table_args, torch_step,
@@ -11,49 +11,53 @@ from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, 
 from kernelevolve.synth.plan import Kernel, Plan
 
 
+# (name, comment lines, default, values): declared when the kernels read them (cpp_prelude.py)
+_KNOBS = (
+    ("PARALLEL_MIN_ELEMENTS", ("A kernel runs on one thread below this much work (elements x the "
+                               "kernel's cost", "per element, 1 for a plain copy): waking the "
+                               "OpenMP team costs tens of", "microseconds on a loaded machine. 0: "
+                               "always parallel."), 32768, [0, 8192, 32768, 131072, 524288]),
+    ("ROWS_PER_TASK", ("Rows per dynamic task in row kernels; 0: one static block of rows per "
+                       "thread.",), 0, [0, 1, 4, 16, 64]),
+    ("FAST_EXP", ("1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: "
+                  "libm.",), 1, [1, 0]),
+    ("WIDE_VECTORS", ("1: let g++ use 512-bit vectors where the CPU has them "
+                      "(-mprefer-vector-width=512;", "it picks 256 by default on most AVX-512 "
+                      "parts); 0: the compiler's choice."), 1, [1, 0]),
+    ("MID_BLOCK", ("Inner positions per task in middle-dim reduction kernels (floats "
+                   "accumulated", "per task while walking the reduced dim)."), 256,
+     [64, 128, 256, 512, 1024]),
+)
+
+
 def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     ref = Reference(problem_path)
     g = p.graph
     kernels = [KernelWriter(k) for k in p.kernels]
-    mid = any(k.mid_dim is not None for k in p.kernels)
-    cpp = PRELUDE + "\n" + "\n\n".join(w.write() for w in kernels) + "\n"
+    code = "\n\n".join(w.write() for w in kernels)
+    cpp = PRELUDE + "\n" + code + "\n"
+    used = tunables_read(code)
     name = problem_name(problem_path)
     lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {name}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
              "import ctypes", "", *imports_of(ref), "",
              "from kernelevolve.runtime import load_cpp",
              "",
-             "# ---- Tunables: the `tune` operator rewrites these literals.",
-             "# A kernel runs on one thread below this much work (elements x the kernel's cost",
-             "# per element, 1 for a plain copy): waking the OpenMP team costs tens of",
-             "# microseconds on a loaded machine. 0: always parallel.",
-             "PARALLEL_MIN_ELEMENTS = 32768",
-             "# Rows per dynamic task in row kernels; 0: one static block of rows per thread.",
-             "ROWS_PER_TASK = 0",
-             "# 1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: libm.",
-             "FAST_EXP = 1",
-             "# 1: let g++ use 512-bit vectors where the CPU has them (-mprefer-vector-width=512;",
-             "# it picks 256 by default on most AVX-512 parts); 0: the compiler's choice.",
-             "WIDE_VECTORS = 1",
-             *(["# Inner positions per task in middle-dim reduction kernels (floats accumulated",
-                "# per task while walking the reduced dim).", "MID_BLOCK = 256"] if mid else []),
-             "TUNABLES = {",
-             '    "PARALLEL_MIN_ELEMENTS": [0, 8192, 32768, 131072, 524288],',
-             '    "ROWS_PER_TASK": [0, 1, 4, 16, 64],',
-             '    "FAST_EXP": [1, 0],',
-             '    "WIDE_VECTORS": [1, 0],',
-             *(['    "MID_BLOCK": [64, 128, 256, 512, 1024],'] if mid else []),
-             "}", "",
-             f'SRC = r"""{cpp}"""', "",
-             'CONFIG = (f"#define PARALLEL_MIN_ELEMENTS {PARALLEL_MIN_ELEMENTS}\\n"',
-             '          f"#define ROWS_PER_TASK {ROWS_PER_TASK}\\n"',
-             '          f"#define FAST_EXP {FAST_EXP}\\n"' + (')' if not mid else ''),
-             *(['          f"#define MID_BLOCK {MID_BLOCK}\\n")'] if mid else []),
-             "# -fno-math-errno/-fno-trapping-math let g++ vectorise sqrt, floor and float->int;",
-             "# unlike -ffast-math they keep IEEE inf/NaN semantics.",
-             f'_lib = load_cpp(CONFIG + SRC, name="synth_{ident(problem_name(problem_path))}",',
-             '                flags=("-fno-math-errno", "-fno-trapping-math")',
-             '                + (("-mprefer-vector-width=512",) if WIDE_VECTORS else ()))']
+             "# ---- Tunables: the `tune` operator rewrites these literals (only those the",
+             "# kernels below read are declared)."]
+    knobs = [k for k in _KNOBS if k[0] in used or k[0] == "WIDE_VECTORS"]
+    for knob, comment, default, _ in knobs:
+        lines += [*("# " + c for c in comment), f"{knob} = {default}"]
+    lines += ["TUNABLES = {", *(f'    "{knob}": {values},' for knob, _, _, values in knobs), "}",
+              "", f'SRC = r"""{cpp}"""', ""]
+    macros = [knob for knob, *_ in knobs if knob != "WIDE_VECTORS"]
+    defines = [f'f"#define {m} {{{m}}}\\n"' for m in macros]
+    lines.append("CONFIG = (" + "\n          ".join(defines) + ")" if defines else 'CONFIG = ""')
+    lines += ["# -fno-math-errno/-fno-trapping-math let g++ vectorise sqrt, floor and float->int;",
+              "# unlike -ffast-math they keep IEEE inf/NaN semantics.",
+              f'_lib = load_cpp(CONFIG + SRC, name="synth_{ident(problem_name(problem_path))}",',
+              '                flags=("-fno-math-errno", "-fno-trapping-math")',
+              '                + (("-mprefer-vector-width=512",) if WIDE_VECTORS else ()))']
     for w in kernels:
         ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
         ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)

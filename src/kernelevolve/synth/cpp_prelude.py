@@ -2,6 +2,24 @@
 exp/sigmoid/tanh/erf/gelu approximations (with libm-matching inf/NaN), selected by FAST_EXP."""
 from __future__ import annotations
 
+import re
+
+# What kernel code reads each tunable through: a kernel that calls none of these is the same
+# whatever the tunable's value, so the module does not declare it (the tuner would spend
+# evaluations on identical kernels: 7 of 30 on FAST_EXP for relu(x)*2+1).
+TUNABLE_READERS = {
+    "PARALLEL_MIN_ELEMENTS": ("PARALLEL_MIN_ELEMENTS",),
+    "ROWS_PER_TASK": ("KE_SCHEDULE",),
+    "FAST_EXP": ("KE_EXP", "ke_sigmoid", "ke_tanh", "ke_normal_cdf", "ke_erf"),
+    "MID_BLOCK": ("MID_BLOCK",),
+}
+
+
+def tunables_read(kernel_code: str) -> set[str]:
+    """The tunables `kernel_code` (the kernels, not the prelude) depends on."""
+    return {name for name, readers in TUNABLE_READERS.items()
+            if any(re.search(rf"\b{r}\b", kernel_code) for r in readers)}
+
 PRELUDE = r"""
 #include <cmath>
 #include <cstdint>

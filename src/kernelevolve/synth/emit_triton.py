@@ -225,19 +225,24 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     if helpers:
         kernels = "\n\n\n".join("\n".join(HELPERS[h]) for h in helpers) + "\n\n\n" + kernels
     name = problem_name(problem_path)
+    # What the launches in _call read: BLOCK_ELEMENTS all but middle-dim kernels, MAX_BLOCK_COLS
+    # all but flat ones (a knob nothing reads would cost the tuner evaluations of one kernel).
+    blocks = any(k.mid_dim is None for k in p.kernels)
+    cols = any(k.mid_dim is not None or not k.flat for k in p.kernels)
     lines = [f'"""Synthesized Triton candidate (kernelevolve synth) for {name}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
              *imports_of(ref), "import triton", "import triton.language as tl", "",
-             "# ---- Tunables: the `tune` operator rewrites these literals (powers of two).",
-             "# Values per program; row kernels take BLOCK_ELEMENTS // BLOCK_COLS rows each.",
-             "BLOCK_ELEMENTS = 8192",
-             "# Widest column chunk a row kernel walks at once (the row length rounded up to a",
-             "# power of two when it is smaller).",
-             "MAX_BLOCK_COLS = 4096",
+             "# ---- Tunables: the `tune` operator rewrites these literals (powers of two;",
+             "# only those the kernel calls below read are declared).",
+             *(["# Values per program; row kernels take BLOCK_ELEMENTS // BLOCK_COLS rows each.",
+                "BLOCK_ELEMENTS = 8192"] if blocks else []),
+             *(["# Widest column chunk a row kernel walks at once (the row length rounded up to "
+                "a", "# power of two when it is smaller).", "MAX_BLOCK_COLS = 4096"]
+               if cols else []),
              "NUM_WARPS = 4",
              "TUNABLES = {",
-             '    "BLOCK_ELEMENTS": [1024, 2048, 4096, 8192, 16384],',
-             '    "MAX_BLOCK_COLS": [512, 1024, 2048, 4096, 8192],',
+             *(['    "BLOCK_ELEMENTS": [1024, 2048, 4096, 8192, 16384],'] if blocks else []),
+             *(['    "MAX_BLOCK_COLS": [512, 1024, 2048, 4096, 8192],'] if cols else []),
              '    "NUM_WARPS": [1, 2, 4, 8, 16],',
              "}", "", "", kernels, "", "",
              *(["# Module-level constants Model.__init__ reads.", *ref.constants, "", ""]
