@@ -86,11 +86,15 @@ BAD_PROBLEM = "import torch\n\ndef get_inputs():\n    return []\n\ndef get_init_
 def _usage_cases(tmp_path):
     bad = tmp_path / "no_model.py"
     bad.write_text(BAD_PROBLEM)
+    cpp = tmp_path / "kernel.cpp"
+    cpp.write_text("extern \"C\" void k(float* x) { x[0] = 1; }\n")
     good, prob = str(GOOD), str(SOFTMAX)
     return {
         "missing-problem": (("eval", str(tmp_path / "missing.py"), good), "missing.py: no such file"),
         "missing-candidate": (("eval", prob, str(tmp_path / "nope.py")),
-                              "nope.py: no such candidate file"),
+                              "nope.py: no such file"),
+        "cpp-candidate": (("eval", prob, str(cpp)), "build it with kernelevolve.runtime"
+                                                           ".load_cpp"),
         "trials-2": (("eval", prob, good, "--trials", "2"), "at least 3 correctness trials"),
         "platform-tpu": (("eval", prob, good, "--platform", "tpu"), "unknown platform 'tpu'"),
         "platform-cuda": (("eval", prob, good, "--platform", "cuda"), "no CUDA device"),
@@ -99,8 +103,8 @@ def _usage_cases(tmp_path):
     }
 
 
-USAGE_IDS = ("missing-problem", "missing-candidate", "trials-2", "platform-tpu", "platform-cuda",
-             "baseline-bogus", "problem-no-model")
+USAGE_IDS = ("missing-problem", "missing-candidate", "cpp-candidate", "trials-2", "platform-tpu",
+             "platform-cuda", "baseline-bogus", "problem-no-model")
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +150,36 @@ def test_version():
     proc = run_cli("version")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == __version__
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == __version__, proc.stderr
+
+
+COMMANDS = ("", "eval", "optimize", "resume", "runs", "runs rm", "show", "best", "report",
+            "synth", "version", "kb", "kb list", "kb search", "kb show", "kb add", "kb validate")
+
+
+def test_help_reads_as_values_not_python_types():
+    """-h everywhere; metavars are values (PATH, N), flags have none, every option has help,
+    defaults are shown one way: "(value)" in the help text."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from kernelevolve.cli import app
+
+    runner = CliRunner()
+    for command in COMMANDS:
+        args = command.split()
+        short, long = runner.invoke(app, [*args, "-h"]), runner.invoke(app, [*args, "--help"])
+        assert short.exit_code == 0 and short.stdout == long.stdout, (command, short.stdout)
+        text = short.stdout
+        assert not re.search(r"<(str|int|float|bool|path|list\[)", text, re.I), (command, text)
+        assert "[default:" not in text and "{" not in text, (command, text)
+        options = re.findall(r"^  (--?[\w-]+(?:, --[\w-]+)?)(?: ([A-Z][A-Z:.]*))?(  +\S.*)?$",
+                             text, re.M)
+        for flag, _metavar, help_text in options:
+            assert help_text.strip(), f"{command}: {flag} has no help"
+    optimize = runner.invoke(app, ["optimize", "-h"]).stdout
+    for expected in ("--max-evals N", "--seed-candidate FILE", "--workspace DIR",
+                     "--llm PROVIDER:MODEL", "--allow-no-kernel  ", "--strict  "):
+        assert expected in optimize, expected

@@ -52,7 +52,7 @@ def test_llm_run_whose_replies_are_attacks_leaks_nothing(tmp_path):
                        "--workspace", str(ws), "--json", str(ws / "s.json"),
                        env={**SECRETS, KEY_VAR: KEY}, timeout=900)
         bodies = [json.dumps(r.json) for r in server.requests]
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode in (0, 3), proc.stdout[-2000:] + proc.stderr[-2000:]
     summary = json.loads((ws / "s.json").read_text())
     stages = [n.get("stage") for n in summary["nodes"] if n.get("operator") == "llm"]
     assert stages.count("load") >= len(ATTACKS) - 1, stages   # the attacks, refused at load
@@ -103,7 +103,7 @@ def test_optimize_killed_then_resumed_over_attack_seeds(tmp_path):
     run_id = json.loads(run_cli("runs", "--workspace", str(ws), "--json").stdout.splitlines()[0])["run_id"]
     resumed = run_cli("resume", run_id, "--workspace", str(ws), "--json", str(ws / "s.json"),
                       env=SECRETS, timeout=900)
-    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert resumed.returncode in (0, 3), resumed.stdout[-2000:] + resumed.stderr[-2000:]
     summary = json.loads((ws / "s.json").read_text())
     assert summary["status"] == "completed"
     by_stage = {}

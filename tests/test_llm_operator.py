@@ -62,7 +62,7 @@ def optimize(server: ScriptedServer, ws: Path, *extra: str, provider: str = "ope
             "--max-evals", str(evals), "--workspace", str(ws), "--json", str(ws / "s.json"),
             *extra]
     proc = run_cli(*args, env={KEY_VAR: SECRET}, timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # improved / no safe one
     return proc, json.loads((ws / "s.json").read_text())
 
 
@@ -180,7 +180,7 @@ def test_token_budget_ends_the_run_cleanly(tmp_path, llm_env):
 @pytest.mark.parametrize("args, message", [
     (["--operator", "llm"], "needs a model"),
     (["--llm", "gpt-5"], "PROVIDER:MODEL"),
-    (["--llm-base-url", "http://127.0.0.1:1/v1"], "need --llm"),
+    (["--llm-base-url", "http://127.0.0.1:1/v1"], "needs --llm"),
 ])
 def test_llm_usage_errors_are_one_line(tmp_path, args, message):
     proc = run_cli("optimize", str(example("softmax")), "--workspace", str(tmp_path), *args)

@@ -359,7 +359,7 @@ def test_optimize_on_ray_survives_a_killed_actor_with_the_local_verdict(cluster,
     finally:
         stop.set()
         killer.join()
-    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.returncode in (0, 3), f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert killed, "no actor was seen evaluating"
     s = json.loads(summary_path.read_text())
     assert s["status"] == "completed" and s["evaluations"] == 8

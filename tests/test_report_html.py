@@ -169,11 +169,13 @@ def test_full_report_content_and_escaping():
 def test_funnel_rows_narrow_to_accepted():
     s = full_summary()
     rows = funnel_rows(s["funnel"])
-    assert rows[0] == ("proposed", 29, 0)
+    lost = s["funnel"]["generation"] + s["funnel"].get("llm", 0)
+    assert rows[0] == ("attempts", s["funnel"]["proposed"] + lost, 0) if lost else \
+        rows[0] == ("candidates", s["funnel"]["proposed"], 0)
     assert rows[-1][0] == "accepted" and rows[-1][1] == s["funnel"]["accepted"]
     counts = [r[1] for r in rows]
     assert counts == sorted(counts, reverse=True)
-    assert funnel_rows({}) == [("proposed", 0, 0), *[(f"passed {g}", 0, 0) for g in
+    assert funnel_rows({}) == [("candidates", 0, 0), *[(f"passed {g}", 0, 0) for g in
                                REJECT_STAGES[:-1]], ("accepted", 0, 0)]
 
 

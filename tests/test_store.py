@@ -220,9 +220,11 @@ def test_funnel_counts(store, run):
     n = store.add_node(run.id, parents=[0], operator="tune", rationale="", source="infra")
     store.mark_infra_failure(run.id, n.id, "boom")
     store.add_event(run.id, "generation_failure", {"reason": "no code block"})
+    store.add_event(run.id, "llm_error", {"error": "connection refused"})
+    store.add_event(run.id, "llm_error", {"error": "connection refused"})
     f = store.funnel(run.id)
     assert set(f) == set(FUNNEL_KEYS)
-    assert f == {"generation": 1, "proposed": 11, "static": 2, "load": 1, "run": 0,
+    assert f == {"llm": 2, "generation": 1, "proposed": 11, "static": 2, "load": 1, "run": 0,
                  "correctness": 1, "integrity": 1, "timing": 1, "accepted": 3, "pending": 1,
                  "infra_failed": 1}
     assert funnel_counts([])["proposed"] == 0 and funnel_counts([])["generation"] == 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -12,14 +13,50 @@ from rich.markup import escape
 
 from kernelevolve.errors import KernelevolveError
 
+HELP_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+def _plain_arguments() -> None:
+    """Typer 0.29 prints an argument's annotation type after its metavar ("PROBLEM <path>"),
+    and braces around a required one in the usage line; the metavar already says what to pass.
+    Older typers do neither and have neither method."""
+    argument = getattr(getattr(typer, "core", None), "TyperArgument", None)
+    if argument is None:
+        return
+    if hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx=None: None
+    if hasattr(argument, "_usage_display_name"):
+        def usage(self) -> str:
+            name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        argument._usage_display_name = usage
+
+
+_plain_arguments()
+# Plain click help: metavars that read as values (PATH, N), flags without one, wrapped to the
+# terminal. (Rich help printed annotation types, "<list[Path]>", in a column of their own.)
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings=HELP_SETTINGS, rich_markup_mode=None,
                   help="Agentic kernel optimisation with a harness you can trust.")
 err_console = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from kernelevolve import __version__
+
+        print(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
-    """Agentic kernel optimisation with a harness you can trust."""
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="Print the kernelevolve version and exit.")) -> None:
+    """Agentic kernel optimisation with a harness you can trust.
+
+    Defaults are shown in parentheses; -h on any command shows its options.
+    """
 
 
 @app.command("version")
@@ -32,20 +69,29 @@ def version_cmd() -> None:
 
 @app.command("eval")
 def eval_cmd(
-    problem: Path = typer.Argument(..., help="Problem module (KernelBench format)."),
-    candidate: Path = typer.Argument(..., help="Candidate module defining ModelNew."),
-    platform: str = typer.Option("cpu", help="Platform: cpu, cuda or rocm."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the full result here."),
-    trials: int = typer.Option(3, help="Correctness trials per case (fresh inputs each), >= 3."),
-    seed: Optional[int] = typer.Option(None, help="Seed for input generation (default: fresh)."),
-    baseline: str = typer.Option("eager", help="eager, or compile to also time torch.compile."),
-    sandbox: Optional[str] = typer.Option(None, help="auto, bwrap, unshare or none."),
+    problem: Path = typer.Argument(..., metavar="PROBLEM",
+                                   help="Problem module (KernelBench format)."),
+    candidate: Path = typer.Argument(..., metavar="CANDIDATE",
+                                     help="Candidate module (.py) defining ModelNew."),
+    platform: str = typer.Option("cpu", metavar="NAME", show_default=False,
+                                 help="Platform: cpu, cuda or rocm (cpu)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
+                                             help="Write the full result here."),
+    trials: int = typer.Option(3, metavar="N", show_default=False,
+                               help="Correctness trials per case, fresh inputs each (3, at least 3)."),
+    seed: Optional[int] = typer.Option(None, metavar="N",
+                                       help="Seed for input generation (fresh each time)."),
+    baseline: str = typer.Option("eager", metavar="NAME", show_default=False,
+                                 help="eager, or compile to also time torch.compile (eager)."),
+    sandbox: Optional[str] = typer.Option(None, metavar="MODE",
+                                          help="auto, bwrap, unshare or none (auto)."),
     allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel",
                                          help="Accept candidates that launch no custom kernel."),
     strict: bool = typer.Option(False, "--strict",
                                 help="Reject any ATen compute op inside the candidate's forward."),
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
+    from kernelevolve.candidate_file import check_candidate_file
     from kernelevolve.harness.evaluate import EvalOptions, Evaluator
     from kernelevolve.harness.integrity import IntegrityPolicy
     from kernelevolve.problem import load_problem
@@ -57,9 +103,7 @@ def eval_cmd(
                               integrity=IntegrityPolicy(allow_no_kernel=allow_no_kernel,
                                                         strict=strict))
         options.validate()
-        if not candidate.is_file():
-            raise KernelevolveError(f"{candidate}: no such candidate file; pass the path of a .py "
-                                    "module that defines ModelNew")
+        check_candidate_file(candidate)
         prob = load_problem(problem)
         with err_console.status("starting sandboxed worker") as status:
             with Evaluator(platform, options=options, sandbox_mode=sandbox) as evaluator:
@@ -71,47 +115,78 @@ def eval_cmd(
     raise typer.Exit(0 if result.accepted else 1)
 
 
-WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace",
-                             help="Workspace directory holding runs (default ./.kernelevolve).")
+WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace", metavar="DIR",
+                             show_default=False,
+                             help="Workspace directory holding runs (./.kernelevolve).")
 
 
 @app.command("optimize")
 def optimize_cmd(
-    problem: Path = typer.Argument(..., help="Problem module (KernelBench format)."),
-    seed_candidate: Optional[list[Path]] = typer.Option(None, "--seed-candidate",
-                                                        help="Starting candidate (repeatable)."),
-    config_file: Optional[Path] = typer.Option(None, "--config",
+    problem: Path = typer.Argument(..., metavar="PROBLEM",
+                                   help="Problem module (KernelBench format)."),
+    seed_candidate: Optional[list[Path]] = typer.Option(
+        None, "--seed-candidate", metavar="FILE", help="Starting candidate (repeatable)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
                                                help="Run config file (TOML); flags override it."),
-    platform: Optional[str] = typer.Option(None, help="Platform: cpu, cuda or rocm."),
-    operator: Optional[list[str]] = typer.Option(None, "--operator",
-                                                 help="Operator (repeatable): synth, tune, llm."),
-    policy: Optional[str] = typer.Option(None, help="Selection policy: ucb, beam, greedy, random."),
-    max_evals: Optional[int] = typer.Option(None, "--max-evals", help="Evaluation budget (30)."),
-    max_time: Optional[float] = typer.Option(None, "--max-time", help="Wall-time budget, seconds."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="LLM budget, dollars."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="LLM budget, tokens."),
-    target: Optional[float] = typer.Option(None, "--target", help="Stop at this speedup."),
-    workers: Optional[int] = typer.Option(None, help="Evaluation slots: local workers (1), or "
-                                                       "Ray actors (default: the cluster's)."),
-    executor: Optional[str] = typer.Option(None, "--executor",
-                                           help="Where evaluations run: local or ray."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address",
-                                              help="Ray cluster (HOST:PORT); default: a private "
-                                                   "one on 127.0.0.1."),
-    seed: Optional[int] = typer.Option(None, help="Seed for the search's random choices."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="PROVIDER:MODEL, e.g. openai:gpt-5."),
-    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url",
+    platform: Optional[str] = typer.Option(None, metavar="NAME",
+                                           help="Platform: cpu, cuda or rocm (cpu)."),
+    operator: Optional[list[str]] = typer.Option(
+        None, "--operator", metavar="NAME",
+        help="Operator (repeatable): synth, tune, llm (synth and tune; with --llm also llm)."),
+    policy: Optional[str] = typer.Option(None, metavar="NAME",
+                                         help="Selection policy: ucb, beam, greedy, random (ucb)."),
+    max_evals: Optional[int] = typer.Option(None, "--max-evals", metavar="N",
+                                            help="Evaluation budget (30)."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", metavar="SECONDS",
+                                             help="Wall-time budget (none)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="DOLLARS",
+                                             help="LLM budget (none)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", metavar="N",
+                                             help="LLM budget in tokens (none)."),
+    target: Optional[float] = typer.Option(None, "--target", metavar="SPEEDUP",
+                                           help="Stop once this speedup is reached (none)."),
+    workers: Optional[int] = typer.Option(None, metavar="N",
+                                          help="Evaluation slots: local workers (1), or Ray "
+                                               "actors (the cluster's)."),
+    executor: Optional[str] = typer.Option(None, "--executor", metavar="NAME",
+                                           help="Where evaluations run: local or ray (local)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="HOST:PORT",
+                                              help="Ray cluster (a private one on 127.0.0.1)."),
+    seed: Optional[int] = typer.Option(None, metavar="N",
+                                       help="Seed for the search's random choices (0)."),
+    llm: Optional[str] = typer.Option(None, "--llm", metavar="PROVIDER:MODEL",
+                                      help="The model, e.g. openai:gpt-5 (none: no LLM)."),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", metavar="URL",
                                                help="OpenAI-compatible server (vLLM, Ollama...)."),
-    llm_api_key_env: Optional[str] = typer.Option(None, "--llm-api-key-env",
-                                                  help="Variable holding the API key."),
-    language: Optional[str] = typer.Option(None, help="Language the LLM writes (cpp, triton...)."),
-    notes: Optional[list[Path]] = typer.Option(None, "--notes", help="Extra knowledge notes dir."),
+    llm_api_key_env: Optional[str] = typer.Option(
+        None, "--llm-api-key-env", metavar="VAR",
+        help="Variable holding the API key (OPENAI_API_KEY or ANTHROPIC_API_KEY)."),
+    llm_max_failures: Optional[int] = typer.Option(
+        None, "--llm-max-failures", metavar="N",
+        help="Stop the run after this many failed LLM calls in a row (4)."),
+    language: Optional[str] = typer.Option(None, metavar="NAME",
+                                           help="Language the LLM writes: cpp, triton, python, "
+                                                "cuda-cpp, hip (cpp on cpu, triton on gpus)."),
+    notes: Optional[list[Path]] = typer.Option(None, "--notes", metavar="DIR",
+                                               help="Extra folder of knowledge notes (repeatable)."),
     workspace: Path = WORKSPACE_OPT,
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the run summary here."),
-    allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel"),
-    strict: bool = typer.Option(False, "--strict"),
+    json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
+                                             help="Write the run summary here."),
+    allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel",
+                                         help="Accept candidates that launch no custom kernel."),
+    strict: bool = typer.Option(False, "--strict",
+                                help="Reject any ATen compute op inside the candidate's forward."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No progress; only the outcome at the end."),
+    json_lines: bool = typer.Option(False, "--json-lines",
+                                    help="Progress and outcome as one JSON object per line."),
 ) -> None:
-    """Search for a faster kernel for PROBLEM; prints the outcome and the best kernel's path."""
+    """Search for a faster kernel for PROBLEM; prints the outcome and the best kernel's path.
+
+    Progress: the live panel on a terminal, one line per evaluation elsewhere. Exit codes: 0
+    improved, 2 bad usage, 3 no safe improvement, 4 nothing to search from, 5 stopped by
+    failures, 130 interrupted.
+    """
     from kernelevolve.config import build_config
     from kernelevolve.run import Run
 
@@ -120,25 +195,32 @@ def optimize_cmd(
                  "max_evals": max_evals, "max_time": max_time, "max_cost": max_cost,
                  "max_tokens": max_tokens, "target": target, "workers": workers, "seed": seed,
                  "llm": llm, "llm_base_url": llm_base_url, "llm_api_key_env": llm_api_key_env,
+                 "llm_max_failures": llm_max_failures,
                  "language": language, "notes": [str(n) for n in notes or []] or None,
                  "allow_no_kernel": allow_no_kernel or None, "strict": strict or None,
                  "executor": executor, "ray_address": ray_address}
         config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
-        _execute(run, json_path)
+        _execute(run, json_path, view=_view_mode(quiet, json_lines))
 
 
 @app.command("resume")
 def resume_cmd(
-    run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+    run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
     workspace: Path = WORKSPACE_OPT,
-    force: bool = typer.Option(False, "--force", help="Continue even if the platform changed."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the run summary here."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+    force: bool = typer.Option(False, "--force",
+                               help="Continue even if the problem or the platform changed."),
+    json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
+                                             help="Write the run summary here."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="HOST:PORT",
                                               help="The Ray cluster now (a Ray run's address "
                                                    "may have changed)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No progress; only the outcome at the end."),
+    json_lines: bool = typer.Option(False, "--json-lines",
+                                    help="Progress and outcome as one JSON object per line."),
 ) -> None:
-    """Continue a run that was interrupted or killed."""
+    """Continue a run that was interrupted or killed (exit codes as for optimize)."""
     from kernelevolve.errors import UsageError
     from kernelevolve.run import Run
 
@@ -147,15 +229,37 @@ def resume_cmd(
         if ray_address is not None and run.config.executor != "ray":
             raise UsageError(f"--ray-address: run {run.id} evaluates with the "
                              f"{run.config.executor} executor, not ray")
-        _execute(run, json_path, force=force, ray_address=ray_address)
+        _execute(run, json_path, force=force, ray_address=ray_address,
+                 view=_view_mode(quiet, json_lines))
+
+
+def _view_mode(quiet: bool, json_lines: bool) -> str:
+    from kernelevolve.errors import UsageError
+
+    if quiet and json_lines:
+        raise UsageError("--quiet and --json-lines: choose one")
+    return "quiet" if quiet else "json" if json_lines else "auto"
+
+
+def _progress_view(run, console: Console, mode: str):
+    """The live panel on a terminal; elsewhere (a log, a pipe, CI) plain lines as things happen."""
+    from kernelevolve.report.lines import LineProgress
+    from kernelevolve.report.live import LiveView
+
+    if mode == "auto" and console.is_terminal:
+        return LiveView(run, console)
+    return LineProgress(run, json_lines=mode == "json", quiet=mode == "quiet")
 
 
 def _execute(run, json_path: Optional[Path], force: bool = False,
-             ray_address: Optional[str] = None) -> None:
-    from kernelevolve.report.live import LiveView
-    from kernelevolve.report.summary import run_summary
+             ray_address: Optional[str] = None, view: str = "auto") -> None:
+    from kernelevolve import exit_codes
+    from kernelevolve.errors import ExecutorError
+    from kernelevolve.report.summary import failure_line, measurement_notes
 
     console = Console()
+    if not console.is_terminal:
+        console.soft_wrap = True  # a log keeps whole lines: no 80-column hard wraps
     drafting = {"synth", "llm"} & set(run.config.operators)
     if not run.store.nodes(run.id)[1:]:
         if drafting:
@@ -165,30 +269,73 @@ def _execute(run, json_path: Optional[Path], force: bool = False,
             err_console.print("[yellow]note:[/] no seed candidate and no drafting operator "
                               "(synth, llm): the search has nothing to start from. Pass "
                               "--seed-candidate FILE.")
-    with LiveView(run, console) as view:
-        outcome = run.execute(force=force, on_change=view.refresh, on_status=view.set_status,
-                              ray_address=ray_address)
-        view.set_status("finished")
-    if not console.is_terminal:
-        console.line()  # the live view's last frame ends without a newline in logs and pipes
+    hint = f"kernelevolve resume {run.id}" + (
+        "" if run.workspace == Path(".kernelevolve") else f" --workspace {run.workspace}")
+    previous = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C
+    try:
+        with _progress_view(run, console, view) as progress:
+            outcome = run.execute(force=force, on_change=progress.refresh,
+                                  on_status=progress.set_status, ray_address=ray_address)
+            progress.set_status("finished")
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted; every finished evaluation is kept; resume with "
+                          f"`{hint}`", highlight=False, soft_wrap=True)
+        raise typer.Exit(exit_codes.INTERRUPTED)
+    except ExecutorError as exc:
+        if getattr(run, "live_graph", None) is None:
+            raise  # could not start (no cluster): a one-line error, exit 2, resumable
+        err_console.print(f"[bold red]stopped by failures:[/] {escape(str(exc))}. Every "
+                          f"finished evaluation is kept; resume with `{hint}`", highlight=False,
+                          soft_wrap=True)
+        raise typer.Exit(exit_codes.FAILED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    from kernelevolve.report.summary import run_summary
+
     summary = run_summary(run)
-    style = "bold green" if outcome["kind"] == "improved" else "bold yellow"
-    console.print(f"[{style}]{outcome['message']}[/]")
+    if view == "json":
+        print(json.dumps({"event": "outcome", **(run.outcome or {}),
+                          "exit_code": exit_codes.for_outcome(outcome),
+                          "best_kernel": str(run.best_path()) if run.best_path() else None,
+                          "llm_failures": summary.get("llm_failures")}, default=str))
+        if json_path:
+            json_path.write_text(json.dumps(summary, indent=2, default=str))
+        raise typer.Exit(exit_codes.for_outcome(outcome))
+    style = {"improved": "bold green", "stopped_by_failures": "bold red"}.get(
+        outcome["kind"], "bold yellow")
+    console.print(f"[{style}]{escape(outcome['message'])}[/]", soft_wrap=True)
     console.print(f"run {run.id}: {summary['evaluations']} evaluations, stopped: "
-                  f"{outcome['stop_reason']}")
-    best = run.workspace / "runs" / run.id / "best.py"
-    if outcome.get("node_id") is not None:
-        console.print(f"best kernel: {best}")
+                  f"{escape(outcome['stop_reason'])}", soft_wrap=True)
+    for note in measurement_notes(summary):
+        console.print(escape(note), soft_wrap=True, style="dim" if not note.startswith(
+            "warning") else "yellow")
+    failures = failure_line(summary.get("llm_failures"))
+    if failures:
+        console.print(f"[bold red]{escape(failures)}[/]", soft_wrap=True)
+    best = run.best_path()
+    if best is not None:
+        console.print(f"best kernel: {best}", soft_wrap=True)
+    elif outcome.get("node_id") is not None:
+        node = run.workspace / "runs" / run.id / "nodes" / f"node{outcome['node_id']}.py"
+        console.print(f"best candidate, not a safe improvement: {node}", soft_wrap=True)
     if json_path:
         json_path.write_text(json.dumps(summary, indent=2, default=str))
+    raise typer.Exit(exit_codes.for_outcome(outcome))
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 @app.command("synth")
-def synth_cmd(problem: Path = typer.Argument(..., help="Problem module (KernelBench format)."),
+def synth_cmd(problem: Path = typer.Argument(..., metavar="PROBLEM",
+                                             help="Problem module (KernelBench format)."),
               explain: bool = typer.Option(False, "--explain",
                                            help="Print which ops are fused into which kernels."),
-              language: str = typer.Option("cpp", help="cpp or triton."),
-              out: Optional[Path] = typer.Option(None, "--out", help="Write the draft here.")) -> None:
+              language: str = typer.Option("cpp", metavar="NAME", show_default=False,
+                                           help="cpp or triton (cpp)."),
+              out: Optional[Path] = typer.Option(None, "--out", metavar="PATH",
+                                                 help="Write the draft here.")) -> None:
     """Write a fused kernel for PROBLEM with the built-in synthesizer (no LLM needed)."""
     from kernelevolve.problem import load_problem
     from kernelevolve.synth import explain_problem, synthesize
@@ -211,18 +358,42 @@ def synth_cmd(problem: Path = typer.Argument(..., help="Problem module (KernelBe
             print(f"wrote {out}")
 
 
-@app.command("runs")
-def runs_cmd(workspace: Path = WORKSPACE_OPT,
+runs_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                       context_settings=HELP_SETTINGS, rich_markup_mode=None,
+                       help="List the runs in the workspace, or delete some (`runs rm`).")
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.callback(invoke_without_command=True)
+def runs_cmd(ctx: typer.Context, workspace: Path = WORKSPACE_OPT,
              as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table.")) -> None:
     """List the runs in the workspace, one line each."""
     from kernelevolve.report.runs import print_runs
 
+    if ctx.invoked_subcommand is not None:
+        return
     with _user_errors():
         print_runs(workspace, as_json)
 
 
+@runs_app.command("rm")
+def runs_rm_cmd(run_ids: Optional[list[str]] = typer.Argument(
+                    None, metavar="[ID]...", help="Run ids (or unique prefixes) to delete."),
+                status: Optional[str] = typer.Option(
+                    None, "--status", metavar="STATUS",
+                    help="Also delete every run with this status: interrupted, failed, running "
+                         "or completed."),
+                workspace: Path = WORKSPACE_OPT) -> None:
+    """Delete runs: their nodes, evaluations, events, stored objects no other run uses, and
+    their folder under runs/."""
+    from kernelevolve.report.runs import delete_runs
+
+    with _user_errors():
+        delete_runs(workspace, list(run_ids or []), status)
+
+
 @app.command("show")
-def show_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+def show_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
              workspace: Path = WORKSPACE_OPT,
              as_json: bool = typer.Option(False, "--json", help="The full summary as JSON.")) -> None:
     """Outcome, best node, funnel and timings of a run."""
@@ -239,8 +410,9 @@ def show_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)
 
 
 @app.command("best")
-def best_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
-             out: Path = typer.Option(..., "--out", help="Where to write the best candidate."),
+def best_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
+             out: Path = typer.Option(..., "--out", metavar="PATH",
+                                      help="Where to write the best candidate."),
              workspace: Path = WORKSPACE_OPT) -> None:
     """Write the run's best candidate module to a file."""
     from kernelevolve.report.summary import run_summary
@@ -255,8 +427,9 @@ def best_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)
 
 
 @app.command("report")
-def report_cmd(run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
-               html: Path = typer.Option(..., "--html", help="Where to write the HTML report."),
+def report_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
+               html: Path = typer.Option(..., "--html", metavar="PATH",
+                                         help="Where to write the HTML report."),
                workspace: Path = WORKSPACE_OPT) -> None:
     """Write a self-contained HTML report: search tree, fitness trajectory, funnel, best kernel."""
     from kernelevolve.report.html import write_html
@@ -291,7 +464,7 @@ class _user_errors:
             # escaped: a message may hold brackets ("pip install 'kernelevolve[ray]'")
             err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
                               soft_wrap=True)
-            raise typer.Exit(2)
+            raise typer.Exit(getattr(exc, "exit_code", 2))
         if exc_type is not None and issubclass(exc_type, OSError) and not isinstance(exc, BlockingIOError):
             err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
                               soft_wrap=True)

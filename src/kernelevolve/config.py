@@ -82,7 +82,7 @@ _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", 
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup"}
 _LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env", "llm_timeout", "llm_max_concurrency",
-             "llm_temperature")
+             "llm_temperature", "llm_max_failures")
 
 
 def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
@@ -106,15 +106,18 @@ def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
         provider, model = parse_llm_spec(values["llm"])
         extra = {field: values[key] for key, field in (("llm_timeout", "timeout_s"),
                                                        ("llm_max_concurrency", "max_concurrency"),
-                                                       ("llm_temperature", "temperature"))
+                                                       ("llm_temperature", "temperature"),
+                                                       ("llm_max_failures", "max_failed_calls"))
                  if key in values}
         config.llm = LLMConfig(provider=provider, model=model,
                                base_url=values.get("llm_base_url"),
                                api_key_env=values.get("llm_api_key_env"), **extra).to_dict()
         if "operators" not in values:  # synth drafts seed the search, the LLM improves them
             config.operators = ["synth", "llm", "tune"]
-    elif values.get("llm_base_url") or values.get("llm_api_key_env"):
-        raise UsageError("--llm-base-url and --llm-api-key-env need --llm PROVIDER:MODEL")
+    elif any(values.get(k) is not None for k in _LLM_KEYS[1:]):
+        given = ["--" + k.replace("_", "-") for k in _LLM_KEYS[1:] if values.get(k) is not None]
+        raise UsageError(" and ".join(given) + (" need" if len(given) > 1 else " needs")
+                         + " --llm PROVIDER:MODEL")
     config.validate()
     return config
 

@@ -28,7 +28,7 @@ class ProblemError(KernelevolveError):
         return (type(self), (self.path, self.fault))
 
 
-class CandidateError(KernelevolveError):
+class CandidateError(UsageError):
     """A candidate file that cannot be read at all (missing, not a file)."""
 
 

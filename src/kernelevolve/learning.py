@@ -63,7 +63,7 @@ def learn_from_run(run: Any, graph: SearchGraph, outcome: dict[str, Any], fp: di
     name = problem.parent.name if problem.stem == "problem" else problem.stem
     paths: list[Path] = []
     node_id = outcome.get("node_id")
-    if outcome.get("kind") == "improved" and node_id is not None:
+    if outcome.get("safe", outcome.get("kind") == "improved") and node_id is not None:
         result = store.evaluation(run.id, node_id) or {}
         language = result.get("language", "python")
         chain, node = [], graph.get(node_id)

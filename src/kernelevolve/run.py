@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelevolve import preflight
+from kernelevolve.candidate_file import check_candidate_file
 from kernelevolve.config import RunConfig, api_key_var
 from kernelevolve.errors import KernelevolveError, UsageError
 from kernelevolve.harness.evaluate import EvalOptions
@@ -22,7 +24,7 @@ from kernelevolve.operators.registry import OperatorDeps, make_operators
 from kernelevolve.problem import load_problem
 from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
-from kernelevolve.search.engine import EngineConfig, InfraError, SearchEngine
+from kernelevolve.search.engine import STOPPED_BY_FAILURES, EngineConfig, InfraError, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.memory import summarize
 from kernelevolve.search.policies import make_policy
@@ -57,10 +59,9 @@ class Run:
         problem = load_problem(problem_path)
         sources = []
         for seed in seeds:
-            path = Path(seed)
-            if not path.is_file():
-                raise UsageError(f"--seed-candidate {seed}: no such file")
+            path = check_candidate_file(seed, "--seed-candidate")
             sources.append((path, path.read_text()))
+        preflight.check_run(config)  # a run is created only when its search can start
         store = Store.open(workspace)
         run_id = new_run_id()
         store.create_run(run_id, problem_path=problem.path, problem_hash=problem.source_hash,
@@ -153,6 +154,7 @@ class Run:
             raise RunError(f"{record.problem_path} changed since run {self.id} started; "
                            "results would not be comparable (use --force to continue anyway)")
         cfg = self.config
+        preflight.check_run(cfg)
         say("starting sandboxed workers" if cfg.executor == "local" else
             "starting evaluation actors on the Ray cluster")
         options = EvalOptions(timing=cfg.search_timing, integrity=IntegrityPolicy(
@@ -169,27 +171,13 @@ class Run:
             self.store.set_run_status(self.id, "interrupted")
             raise
         try:
-            fingerprint = executor.fingerprint()
-            self._check_fingerprint(fingerprint, force)
-            self.store.add_event(self.id, "executor_started", executor.describe())
-            meter = CostMeter(self.store, self.id)
-            deps = self._operator_deps(problem.path, llm_config, meter)
-            self.store.set_run_status(self.id, "running")
-            graph = self.graph()
-            self.live_graph = graph
-            hooks = StoreHooks(self)
-            engine = SearchEngine(
-                graph=graph, operators=make_operators(cfg.operators, deps),
-                memory=summarize, meter=meter, fingerprint=fingerprint,
-                policy=make_policy(cfg.policy),
-                evaluate=lambda node, source: self._evaluate(executor, problem, node),
-                hooks=hooks, budgets=cfg.budgets, progress=self.progress(graph),
-                problem_path=problem.path, problem_source=Path(problem.path).read_text(),
-                platform=cfg.platform, on_change=on_change,
-                # the engine's in-flight bound; the executor itself never runs more than its slots
-                config=EngineConfig(max_in_flight=cfg.max_in_flight or executor.slots,
-                                    seed=cfg.seed))
-            self.live_progress = engine.progress
+            engine, hooks, graph, fingerprint = self._start_search(executor, problem, llm_config,
+                                                                   force, on_change)
+        except BaseException:  # the search never started: nothing lost, resumable once fixed
+            executor.close()
+            self.store.set_run_status(self.id, "interrupted")
+            raise
+        try:
             say("searching")
             try:
                 stop_reason = asyncio.run(engine.run())
@@ -206,9 +194,42 @@ class Run:
         finally:
             executor.close()
         self.store.set_run_status(self.id, "completed", outcome)
-        if outcome.get("node_id") is not None:
+        if outcome.get("safe") and outcome.get("node_id") is not None:
             (self._dir() / "best.py").write_text(self.store.source(self.id, outcome["node_id"]))
         return outcome
+
+    def best_path(self) -> Path | None:
+        """runs/ID/best.py, written only for a safe improvement."""
+        outcome = self.outcome or {}
+        if not outcome.get("safe") or outcome.get("node_id") is None:
+            return None
+        return self.workspace / "runs" / self.id / "best.py"
+
+    def _start_search(self, executor, problem, llm_config, force: bool, on_change):
+        """Fingerprint check, operators and the engine: everything before the first proposal."""
+        cfg = self.config
+        fingerprint = executor.fingerprint()
+        self._check_fingerprint(fingerprint, force)
+        self.store.add_event(self.id, "executor_started", executor.describe())
+        meter = CostMeter(self.store, self.id)
+        deps = self._operator_deps(problem.path, llm_config, meter)
+        self.store.set_run_status(self.id, "running")
+        graph = self.graph()
+        self.live_graph = graph
+        hooks = StoreHooks(self)
+        engine = SearchEngine(
+            graph=graph, operators=make_operators(cfg.operators, deps),
+            memory=summarize, meter=meter, fingerprint=fingerprint,
+            policy=make_policy(cfg.policy),
+            evaluate=lambda node, source: self._evaluate(executor, problem, node),
+            hooks=hooks, budgets=cfg.budgets, progress=self.progress(graph),
+            problem_path=problem.path, problem_source=Path(problem.path).read_text(),
+            platform=cfg.platform, on_change=on_change,
+            # the engine's in-flight bound; the executor itself never runs more than its slots
+            config=EngineConfig(max_in_flight=cfg.max_in_flight or executor.slots,
+                                seed=cfg.seed))
+        self.live_progress = engine.progress
+        return engine, hooks, graph, fingerprint
 
     def _llm_config(self):
         if not self.config.llm:
@@ -276,10 +297,15 @@ class Run:
                                                                 "result": result})
             remeasured.append((node.id, result))
         outcome = decide(remeasured, stop_reason)
-        if not graph.candidates():
+        outcome["safe"] = outcome["kind"] == "improved"  # best.py is written only then
+        if stop_reason.startswith(STOPPED_BY_FAILURES):
+            outcome["kind"] = "stopped_by_failures"
+            outcome["message"] = f"{stop_reason}. Until then: {outcome['message']}"
+        elif not graph.candidates():
             events = self.store.events(self.id, "synth_not_covered")
             why = [e.data.get("reason", "") for e in events]
             drafted = f" (the synthesizer: {why[0]})" if why else ""
+            outcome["kind"] = "nothing_to_search"
             outcome["message"] += ("; nothing to search from" + drafted + ": pass "
                                    "--seed-candidate FILE or configure an LLM (--llm)")
         return outcome

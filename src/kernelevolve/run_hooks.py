@@ -39,9 +39,15 @@ class CostMeter:
 class StoreHooks:
     """Persists what the engine does; every write is one transaction in the store."""
 
+    LOUD = ("llm_error", "generation_failure")  # what the live view counts and shows
+
     def __init__(self, run: "Run"):
         self.run, self.store, self.run_id = run, run.store, run.id
         self._last_elapsed_save = time.monotonic()
+        # Counted here, as they happen, for the live view (a resumed run starts from the store)
+        run.live_events = {k: len(self.store.events(self.run_id, k)) for k in self.LOUD}
+        errors = self.store.events(self.run_id, "llm_error")
+        run.live_last_llm_error = first_line(errors[-1].data.get("error")) if errors else None
 
     def add_node(self, draft: Draft) -> Node:
         rec = self.store.add_node(self.run_id, parents=list(draft.parents), operator=draft.operator,
@@ -76,6 +82,10 @@ class StoreHooks:
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         self.store.add_event(self.run_id, kind, data)
+        if kind in self.LOUD:
+            self.run.live_events[kind] = self.run.live_events.get(kind, 0) + 1
+        if kind == "llm_error":
+            self.run.live_last_llm_error = first_line(data.get("error"))
 
     def source(self, node_id: int) -> str:
         return self.store.source(self.run_id, node_id)
@@ -87,6 +97,11 @@ class StoreHooks:
         now = time.monotonic()
         self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
         self._last_elapsed_save = now
+
+
+def first_line(text: Any, limit: int = 200) -> str:
+    lines = str(text or "").strip().splitlines()
+    return (lines[0] if lines else "")[:limit]
 
 
 def node_from_record(rec: Any) -> Node:

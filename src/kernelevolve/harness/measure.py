@@ -7,7 +7,7 @@ code: it forks the candidate's process and the reference's process first
 - by round trip: it sends "run these n calls" and stops its clock when the answer comes, so
   no clock the candidate can reach decides its time, and the reference (and the compiled
   baseline) pay exactly the same handshake and wake-ups as the candidate. Batches last about
-  `BATCH_S` or more, so what the handshake adds (~0.25 ms on a small VM) stays small on both
+  `BATCH_S` or more, so what the handshake adds (0.04-0.25 ms on a small VM) stays small on both
   sides;
 - every call, on both sides, on input content the candidate's process has not seen before:
   the batch's sets are refilled from `get_inputs()` under seeds from the kernel's random

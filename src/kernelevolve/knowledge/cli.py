@@ -20,13 +20,17 @@ from kernelevolve.knowledge.notes import (KnowledgeError, Note, NoteError, parse
                                           render_note)
 
 kb_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                     context_settings={"help_option_names": ["-h", "--help"]},
+                     rich_markup_mode=None,
                      help="Knowledge base: curated and learned notes retrieved into prompts.")
 
-NOTES_OPT = typer.Option(None, "--notes", help="Extra folder of notes (repeatable).")
-WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace",
-                             help="Workspace whose knowledge/ folders are searched too.")
-PLATFORM_OPT = typer.Option(None, "--platform", help="Only notes for cpu, cuda or rocm.")
-LANGUAGE_OPT = typer.Option(None, "--language",
+NOTES_OPT = typer.Option(None, "--notes", metavar="DIR", help="Extra folder of notes (repeatable).")
+WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace", metavar="DIR",
+                             show_default=False,
+                             help="Workspace whose knowledge/ folders are searched too "
+                                  "(./.kernelevolve).")
+PLATFORM_OPT = typer.Option(None, "--platform", metavar="NAME", help="Only notes for cpu, cuda or rocm.")
+LANGUAGE_OPT = typer.Option(None, "--language", metavar="NAME",
                             help="Only notes for cpp, triton, cuda-cpp, hip or python.")
 
 
@@ -75,11 +79,12 @@ def list_cmd(platform: Optional[str] = PLATFORM_OPT, language: Optional[str] = L
 
 
 @kb_app.command("search")
-def search_cmd(query: str = typer.Argument(..., help="Words to search for."),
+def search_cmd(query: str = typer.Argument(..., metavar="QUERY", help="Words to search for."),
                platform: Optional[str] = PLATFORM_OPT, language: Optional[str] = LANGUAGE_OPT,
-               k: int = typer.Option(5, "-k", help="How many notes to return."),
+               k: int = typer.Option(5, "-k", metavar="N", show_default=False,
+                                     help="How many notes to return (5)."),
                fingerprint: Optional[Path] = typer.Option(
-                   None, "--fingerprint", help="JSON fingerprint (or an eval --json result) to "
+                   None, "--fingerprint", metavar="FILE", help="JSON fingerprint (or an eval --json result) to "
                                                "compare provenance against."),
                notes: Optional[list[Path]] = NOTES_OPT, workspace: Path = WORKSPACE_OPT,
                as_json: bool = typer.Option(False, "--json", help="JSON array.")) -> None:
@@ -111,11 +116,11 @@ def show_cmd(note_id: str = typer.Argument(..., metavar="ID", help="Note id."),
 
 
 @kb_app.command("add")
-def add_cmd(file: Path = typer.Argument(..., help="Note file (markdown with front matter)."),
+def add_cmd(file: Path = typer.Argument(..., metavar="FILE", help="Note file (markdown with front matter)."),
             workspace: Path = WORKSPACE_OPT,
             force: bool = typer.Option(False, "--force", help="Replace a different note that "
                                                               "has the same id.")) -> None:
-    """Validate FILE and copy it into <workspace>/knowledge/notes/<id>.md."""
+    """Validate FILE and copy it into WORKSPACE/knowledge/notes/ID.md."""
     with _user_errors():
         note = parse_note(file)
         dest_dir = user_notes_dir(workspace)
@@ -133,7 +138,7 @@ def add_cmd(file: Path = typer.Argument(..., help="Note file (markdown with fron
 
 @kb_app.command("validate")
 def validate_cmd(paths: Optional[list[Path]] = typer.Argument(
-        None, help="Note files or folders (default: the curated notes).")) -> None:
+        None, metavar="PATH...", help="Note files or folders (the curated notes).")) -> None:
     """Check notes; prints one line per fault and exits 1 when any note is invalid."""
     with _user_errors():
         files: list[Path] = []

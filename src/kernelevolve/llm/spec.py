@@ -79,6 +79,7 @@ class LLMConfig:
     max_output_tokens: int = 8192
     retry_base_s: float = 1.0
     retry_cap_s: float = 60.0
+    max_failed_calls: int = 4    # calls in a row (each retried) that fail before the run stops
 
     def __post_init__(self) -> None:
         self.provider = str(self.provider).strip().lower()
@@ -94,6 +95,8 @@ class LLMConfig:
             raise UsageError(f"LLM max_retries must be >= 0, got {self.max_retries}")
         if self.max_output_tokens < 1:
             raise UsageError(f"LLM max_output_tokens must be >= 1, got {self.max_output_tokens}")
+        if self.max_failed_calls < 1:
+            raise UsageError(f"--llm-max-failures {self.max_failed_calls}: must be at least 1")
         if self.retry_base_s < 0 or self.retry_cap_s < 0:
             raise UsageError("LLM retry_base_s and retry_cap_s must be >= 0")
         if self.api_key_env is not None and not str(self.api_key_env).strip():

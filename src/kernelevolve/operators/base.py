@@ -50,6 +50,11 @@ class Draft:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+class OperatorFailing(Exception):
+    """An operator that cannot work any more (its service failed call after call): the engine
+    stops the search with this message as the reason, instead of asking it again forever."""
+
+
 @runtime_checkable
 class Operator(Protocol):
     name: str

@@ -3,7 +3,9 @@
 Instead of fixed draft/debug/improve prompts, every call is built from the problem, the
 target, the parent and its full evaluation, the search memory and notes retrieved from the
 knowledge base (operators/prompt.py). With no parent it drafts from the reference alone.
-Replies that yield no usable candidate are reported as `generation_failure` events.
+Replies that yield no usable candidate are reported as `generation_failure` events, failed
+calls as `llm_error` events; `max_failed_calls` failed calls in a row (each one already retried
+by the client) stop the run with the last error as the reason (OperatorFailing).
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import asyncio
 import re
 from typing import Any
 
-from kernelevolve.operators.base import Draft, ParentView, ProposalContext
+from kernelevolve.operators.base import Draft, OperatorFailing, ParentView, ProposalContext
 from kernelevolve.operators.prompt import PromptBuilder
 from kernelevolve.operators.reply import GenerationFailure, parse_reply
 
@@ -27,13 +29,19 @@ class LLMOperator:
     exhaustible = False  # an empty reply now says nothing about the next call
 
     def __init__(self, client: Any, builder: PromptBuilder, index: Any = None, *,
-                 notes_k: int = 4):
+                 notes_k: int = 4, max_failed_calls: int | None = None):
         self.client, self.builder, self.index, self.notes_k = client, builder, index, notes_k
+        config = getattr(client, "config", None)
+        self.max_failed_calls = max_failed_calls or getattr(config, "max_failed_calls", 4)
+        self.failed_in_row, self.last_error = 0, ""
 
     async def propose(self, ctx: ProposalContext) -> list[Draft]:
         parents: list[ParentView | None] = list(ctx.parents) or [None]
         jobs = [parents[i % len(parents)] for i in range(max(1, ctx.want))]
         drafts = await asyncio.gather(*(self._one(ctx, parent) for parent in jobs))
+        if self.failed_in_row >= self.max_failed_calls:
+            raise OperatorFailing(f"{self.failed_in_row} LLM calls in a row failed; the last: "
+                                  f"{self.last_error}")
         return [d for d in drafts if d is not None]
 
     async def _one(self, ctx: ProposalContext, parent: ParentView | None) -> Draft | None:
@@ -45,9 +53,12 @@ class LLMOperator:
         try:
             completion = await self.client.complete(system, user)
         except LLMError as exc:
+            self.failed_in_row += 1
+            self.last_error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             ctx.report("llm_error", {"parent": parent.node_id if parent else None,
-                                     "error": str(exc)})
+                                     "error": str(exc), "in_row": self.failed_in_row})
             return None
+        self.failed_in_row = 0
         try:
             source, rationale = parse_reply(completion.text, parent.source if parent else None)
         except GenerationFailure as exc:

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelevolve.report.summary import failure_line, measurement_notes
 from kernelevolve.report.svg import (STAGE_COLORS, esc, fmt_x, funnel_svg, legend, node_kind,
                                      trajectory_svg, tree_svg)
 
@@ -31,6 +32,8 @@ section{background:var(--card);border:1px solid var(--line);border-radius:8px;pa
 .outcome.improved{background:#dcfce7;color:#14532d;border:1px solid #86efac}
 .outcome.none{background:#fef3c7;color:#78350f;border:1px solid #fcd34d}
 .outcome.unknown{background:#f3f4f6;color:#374151;border:1px solid #d1d5db}
+.warn{color:#92400e;font-weight:600}
+.outcome.failed{background:#fee2e2;color:#7f1d1d;border:1px solid #fca5a5}
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(128px,1fr));gap:10px}
 .stat{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px 10px}
 .stat b{display:block;font-size:17px}
@@ -109,9 +112,11 @@ def _num(value: Any, spec: str) -> str:
 def _header(s: dict) -> str:
     outcome = s.get("outcome") or {}
     kind = outcome.get("kind")
-    cls = {"improved": "improved", "no_safe_improvement": "none"}.get(kind, "unknown")
+    cls = {"improved": "improved", "no_safe_improvement": "none", "nothing_to_search": "none",
+           "stopped_by_failures": "failed"}.get(kind, "unknown")
     message = outcome.get("message") or ("no outcome yet" if not kind else kind.replace("_", " "))
     best = s.get("best") or {}
+    failures = failure_line(s.get("llm_failures"))
     stats = [
         ("status", s.get("status") or "–"),
         ("platform", s.get("platform") or "–"),
@@ -128,8 +133,12 @@ def _header(s: dict) -> str:
             f'<div class="muted">problem <span class="mono">{esc(s.get("problem") or "–")}</span>'
             f' · started {esc(_fmt_created(s.get("created")))}</div>'
             f'<div class="outcome {cls}" id="outcome">{esc(message)}</div>'
+            + (f'<div class="outcome failed" id="llm-failures">{esc(failures)}</div>'
+               if failures else "") +
             f'<div class="stats">{cards}</div>'
-            f'<p class="muted">stop reason: {esc(s.get("stop_reason") or "–")}</p></header>')
+            + "".join(f'<p class="{"warn" if n.startswith("warning") else "muted"}">'
+                      f'{esc(n)}</p>' for n in measurement_notes(s))
+            + f'<p class="muted">stop reason: {esc(s.get("stop_reason") or "–")}</p></header>')
 
 
 def _section(title: str, body: str, sid: str, note: str = "") -> str:
@@ -143,7 +152,8 @@ def _tree_section(nodes: list[dict], best_id: int | None) -> str:
     if nodes:
         body = legend(kinds) + f'<div class="scroll">{body}</div>'
     return _section("Search tree", body, "tree",
-                    f"{len(nodes)} nodes · columns are depth · hover a node for its rationale")
+                    f"{len(nodes)} nodes · columns are depth · labels are search-time fitness · "
+                    "hover a node for its rationale")
 
 
 def _trajectory_body(nodes: list[dict], best_id: int | None,
@@ -197,7 +207,7 @@ def _nodes_table(nodes: list[dict], best_id: int | None) -> str:
     if not nodes:
         return ""
     head = ("<tr><th class=num>id</th><th>parents</th><th>operator</th><th>stage</th>"
-            "<th class=num>fitness</th><th class=num>speedup</th><th>rationale</th></tr>")
+            "<th class=num>search-time fitness</th><th class=num>speedup</th><th>rationale</th></tr>")
     rows = []
     for n in nodes:
         kind = node_kind(n)
@@ -222,19 +232,22 @@ def render_html(summary: dict) -> str:
     best = s.get("best") or {}
     best_id = best.get("node_id")
     outcome = s.get("outcome") or {}
-    interval = outcome.get("interval") if outcome.get("kind") == "improved" else None
+    interval = outcome.get("interval") if outcome.get("safe", outcome.get("kind") == "improved") \
+        else None
     cost = s.get("cost") or {}
     by_model = cost.get("by_model") or {}
     parts = [
         _header(s),
         _tree_section(nodes, best_id),
         _section("Fitness over evaluations", _trajectory_body(nodes, best_id, interval),
-                 "trajectory", "points: each evaluation (rejected at 0) · line: best so far · "
-                 "dashed: baseline"),
+                 "trajectory", "search-time fitness · points: each evaluation (rejected at 0) · "
+                 "line: best so far · dashed: baseline · the header's figure is the finalists' "
+                 "re-measurement"),
         _section("Rejection funnel", funnel_svg(s.get("funnel") or {})
-                 if (s.get("funnel") or {}).get("proposed") else
+                 if any((s.get("funnel") or {}).get(k) for k in ("proposed", "llm", "generation"))
+                 else
                  '<p class="muted">Nothing proposed yet.</p>', "funnel",
-                 "survivors after each gate; −N: rejected there"),
+                 "what is left after each step; −N: lost there"),
         _best_section(s),
         _section("Synthesizer coverage", f"<pre><code>{esc(s['synth_coverage'])}</code></pre>",
                  "synth", "which ops were fused into which kernels, which stayed in torch")

@@ -47,7 +47,8 @@ class LiveView:
             best = graph.best()
             elapsed = max(time.monotonic() - self.started, 1e-6)
             budget = f" / {budgets.max_evals}" if budgets.max_evals else ""
-            table.add_row("best so far", f"{best.fitness:.3f}x (node {best.id}, {best.operator})"
+            table.add_row("best so far", f"{best.fitness:.3f}x (node {best.id}, {best.operator}; "
+                          "search-time, the finalists are re-measured at the end)"
                           if best else "-")
             table.add_row("evaluations", f"{progress.evals}{budget} done, "
                                          f"{progress.in_flight} in flight")
@@ -61,4 +62,14 @@ class LiveView:
                     counts[node.stage] += 1
             funnel = "  ".join(f"{k} {counts[k]}" for k in _FUNNEL if counts[k] or k == "accepted")
             table.add_row("rejected at / accepted", funnel)
+        loud = getattr(self.run, "live_events", None) or {}
+        if loud.get("llm_error") or loud.get("generation_failure"):
+            parts = []
+            if loud.get("llm_error"):
+                last = getattr(self.run, "live_last_llm_error", None)
+                parts.append(f"{loud['llm_error']} calls failed" + (f" (last: {last})" if last
+                                                                   else ""))
+            if loud.get("generation_failure"):
+                parts.append(f"{loud['generation_failure']} replies without usable code")
+            table.add_row(Text("LLM", style="bold red"), Text("; ".join(parts), style="red"))
         return Group(head, table)

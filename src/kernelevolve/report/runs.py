@@ -28,8 +28,9 @@ def print_runs(workspace: Path, as_json: bool) -> None:
                               "outcome": (r.outcome or {}).get("message")}))
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("run", "created", "status", "problem", "evals", "outcome"):
-        table.add_column(col)
+    for col in ("run", "created", "status", "problem", "evals"):
+        table.add_column(col, no_wrap=True)  # ids and dates whole, whatever the width
+    table.add_column("outcome", overflow="fold")
     for r in runs:
         table.add_row(r.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), r.status,
                       Path(r.problem_path).parent.name + "/" + Path(r.problem_path).name,
@@ -40,6 +41,31 @@ def print_runs(workspace: Path, as_json: bool) -> None:
     console.print(table if runs else "no runs yet")
 
 
+def delete_runs(workspace: Path, run_ids: list[str], status: str | None) -> None:
+    """`runs rm`: the named runs and those with `status`; one line per run deleted."""
+    import shutil
+
+    from kernelevolve.store import Store
+    from kernelevolve.store.records import RUN_STATUSES
+
+    if not Path(workspace, "kernelevolve.db").exists():
+        raise UsageError(f"no kernelevolve workspace at {workspace}; pass --workspace DIR")
+    if status is not None and status not in RUN_STATUSES:
+        raise UsageError(f"--status {status!r}: choose one of {', '.join(RUN_STATUSES)}")
+    if not run_ids and status is None:
+        raise UsageError("runs rm: name the runs to delete (ID ...) or pass --status STATUS")
+    store = Store.open(workspace)
+    targets = [store.get_run(r).id for r in run_ids]  # every id resolved before any deletion
+    targets += [r.id for r in store.list_runs() if r.status == status and r.id not in targets]
+    if not targets:
+        print(f"no {status} runs in {workspace}")
+        return
+    for run_id in dict.fromkeys(targets):
+        removed = store.delete_run(run_id)
+        shutil.rmtree(Path(workspace, "runs", run_id), ignore_errors=True)
+        print(f"deleted run {run_id} ({removed} stored objects no other run used)")
+
+
 def print_summary(s: dict[str, Any], console: Console) -> None:
     outcome = s.get("outcome") or {}
     console.print(f"[bold]run {s['run_id']}[/] · {s['status']} · {s['platform']} · {s['problem']}")
@@ -48,11 +74,16 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
                   f"{s['elapsed_s']:.1f} s of search")
     if s.get("best"):
         b = s["best"]
-        console.print(f"best: node {b['node_id']}, {b['speedup']:.3f}x")
-    funnel = s["funnel"]
-    console.print("funnel: " + " -> ".join(f"{k} {funnel.get(k, 0)}" for k in (
-        "proposed", "generation", "static", "load", "run", "correctness", "integrity", "timing",
-        "accepted")))
+        measured = "re-measured" if outcome.get("speedup") is not None else "search-time"
+        console.print(f"best: node {b['node_id']}, {b['speedup']:.3f}x ({measured})")
+    from kernelevolve.report.summary import failure_line, measurement_notes
+
+    for note in measurement_notes(s) + [failure_line(s.get("llm_failures")) or ""]:
+        if note:
+            console.print(note, highlight=False, soft_wrap=True)
+    from kernelevolve.store.funnel import funnel_text
+
+    console.print("funnel: " + funnel_text(s["funnel"]), highlight=False)
     cost = s["cost"]
     dollars = "unknown (unpriced model)" if cost["dollars"] is None else f"${cost['dollars']:.4f}"
     console.print(f"LLM cost: {cost['tokens']} tokens, {dollars}")
@@ -63,7 +94,7 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     if s.get("synth_coverage"):
         console.print("synthesizer coverage:\n" + s["synth_coverage"], highlight=False)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")
-    for col in ("id", "parents", "operator", "stage", "fitness", "rationale"):
+    for col in ("id", "parents", "operator", "stage", "search-time fitness", "rationale"):
         table.add_column(col)
     for n in s["nodes"]:
         fit = "-" if n["fitness"] is None else f"{n['fitness']:.3f}"

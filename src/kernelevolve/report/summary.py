@@ -39,7 +39,7 @@ def run_summary(run: Any) -> dict[str, Any]:
         "stop_reason": outcome.get("stop_reason") or _stop_reason(store, run.id),
         "outcome": outcome or None, "best": best, "funnel": store.funnel(run.id),
         "evaluations": store.eval_count(run.id), "nodes": nodes,
-        "cost": llm_cost(store, run.id),
+        "cost": llm_cost(store, run.id), "llm_failures": llm_failures(store, run.id),
         "fingerprint": rec.fingerprint or {}, "config": rec.config,
         "best_source": best_source, "best_cases": best_cases,
         "synth_coverage": _synth_coverage(store, run.id, nodes),
@@ -66,6 +66,55 @@ def _final_result(store: Any, run_id: str, node_id: int) -> dict[str, Any] | Non
 def _stop_reason(store: Any, run_id: str) -> str | None:
     events = store.events(run_id, "stopped")
     return events[-1].data.get("reason") if events else None
+
+
+WIDE_INTERVAL = 0.25  # an interval wider than this fraction of its speedup gets a warning
+
+
+def measurement_notes(s: dict[str, Any]) -> list[str]:
+    """What a reader needs to square the figures: the answer is the finalists' re-measurement,
+    not the search-time figure the live view showed; a wide interval is said with its width."""
+    outcome = s.get("outcome") or {}
+    notes = []
+    searched = [n for n in s.get("nodes") or [] if n.get("stage") == "accepted"
+                and n.get("fitness") is not None and n.get("id") != 0]
+    top = max(searched, key=lambda n: n["fitness"], default=None)
+    if outcome.get("speedup") is not None and top is not None:
+        notes.append(f"search-time best {top['fitness']:.3f}x (node {top['id']}); the outcome "
+                     "is the finalists' re-measurement, longer and paired with the baseline, "
+                     "so the two can differ")
+    interval, speedup = outcome.get("interval"), outcome.get("speedup")
+    if interval and speedup and (interval[1] - interval[0]) / speedup > WIDE_INTERVAL:
+        half = 50 * (interval[1] - interval[0]) / speedup
+        notes.append(f"warning: the 95% interval {interval[0]:.3f}-{interval[1]:.3f} is wide "
+                     f"(about ±{half:.0f}%): a noisy machine or few repetitions; re-run on a "
+                     "quieter machine before trusting the figure")
+    return notes
+
+
+def llm_failures(store: Any, run_id: str) -> dict[str, Any] | None:
+    """Failed LLM calls and replies without usable code, with the last error; None if none."""
+    from kernelevolve.run_hooks import first_line
+
+    errors = store.events(run_id, "llm_error")
+    unusable = store.events(run_id, "generation_failure")
+    if not errors and not unusable:
+        return None
+    return {"failed_calls": len(errors), "unusable_replies": len(unusable),
+            "last_error": first_line(errors[-1].data.get("error"), 300) if errors else None}
+
+
+def failure_line(failures: dict[str, Any] | None) -> str | None:
+    """"LLM: 32 calls failed (last: ...); 2 replies without usable code", or None."""
+    if not failures:
+        return None
+    parts = []
+    if failures.get("failed_calls"):
+        parts.append(f"{failures['failed_calls']} calls failed"
+                     + (f" (last: {failures['last_error']})" if failures.get("last_error") else ""))
+    if failures.get("unusable_replies"):
+        parts.append(f"{failures['unusable_replies']} replies without usable code")
+    return "LLM: " + "; ".join(parts)
 
 
 def llm_cost(store: Any, run_id: str) -> dict[str, Any]:

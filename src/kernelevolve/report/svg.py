@@ -273,23 +273,11 @@ def trajectory_svg(nodes: list[dict], best_id: int | None,
 # ---------------------------------------------------------------------------------- funnel
 
 def funnel_rows(funnel: dict) -> list[tuple[str, int, int]]:
-    """(label, survivors, dropped at this step) from proposal to acceptance. Survivors come from
-    subtracting each gate's rejections, so the bars narrow monotonically; the last bar is the
-    recorded accepted count."""
-    def count(key: str) -> int:
-        return int(funnel.get(key) or 0)
+    """(label, survivors, dropped at this step) from the attempts to acceptance, the same
+    steps `show` prints (store/funnel.py)."""
+    from kernelevolve.store.funnel import survivors
 
-    alive = count("proposed")
-    rows = [("proposed", alive, 0)]
-    steps = [("generated", count("generation")),
-             ("evaluated", count("pending") + count("infra_failed"))]
-    steps += [(f"passed {gate}", count(gate)) for gate in REJECT_STAGES[:-1]]
-    for label, dropped in steps:
-        if dropped or label.startswith("passed"):
-            alive = max(alive - dropped, 0)
-            rows.append((label, alive, dropped))
-    rows.append(("accepted", count("accepted"), count("timing")))
-    return rows
+    return survivors(funnel)
 
 
 def funnel_svg(funnel: dict) -> str:
@@ -303,7 +291,8 @@ def funnel_svg(funnel: dict) -> str:
     for i, (label, count, dropped) in enumerate(rows):
         y = 4 + i * row_h
         w = bar_w * count / top
-        color = {"accepted": "#16a34a", "proposed": "#2563eb"}.get(label, "#60a5fa")
+        color = {"accepted": "#16a34a", "attempts": "#2563eb", "candidates": "#2563eb"}.get(
+            label, "#60a5fa")
         note = esc(count) + (f'<tspan class="fdrop" dx="10">−{esc(dropped)}</tspan>'
                              if dropped else "")
         out.append(f'<g class="frow"><text class="flabel" x="{label_w - 8}" y="{y + 17}" '

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
-from kernelevolve.operators.base import Draft, Operator, ParentView, ProposalContext
+from kernelevolve.operators.base import (Draft, Operator, OperatorFailing, ParentView,
+                                         ProposalContext)
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import Policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
@@ -22,6 +23,7 @@ from kernelevolve.search.termination import Budgets, Progress, should_stop
 
 MAX_EMPTY_ROUNDS = 6  # consecutive proposal rounds with nothing usable before giving up
 MAX_REPAIR_DEPTH = 4  # repairs of repairs of ... stop here; the policy explores elsewhere
+STOPPED_BY_FAILURES = "stopped by failures"  # how a stop reason starts when an operator failed
 
 
 class InfraError(Exception):
@@ -111,9 +113,15 @@ class SearchEngine:
             for task in done:
                 if task in self._proposals:
                     self._proposals.discard(task)
-                    task.result()  # re-raise operator bugs instead of hiding them
+                    try:
+                        task.result()  # re-raise operator bugs instead of hiding them
+                    except OperatorFailing as exc:
+                        reason = f"{STOPPED_BY_FAILURES}: {exc}"
+                        self.hooks.event("operator_failing", {"reason": str(exc)})
                 else:
                     self._finish(task)
+            if reason:
+                break
         for task in self._proposals:
             task.cancel()
         if self._evals:  # let started measurements finish: they are paid for, and recorded

@@ -162,6 +162,29 @@ class Store(NodesMixin):
         return [run_from_row(r) for r in
                 self._query("SELECT * FROM runs ORDER BY created DESC, id DESC")]
 
+    def delete_run(self, run_id: str) -> int:
+        """Delete a run with its nodes, evaluations, events and artifacts, then the objects no
+        other run refers to; returns how many objects were removed. The run's folder under
+        runs/ is the caller's (it holds files the user may have opened)."""
+        with self._write() as conn:
+            self._require_run(conn, run_id)
+            mine = {r[0] for r in conn.execute(
+                "SELECT source_hash FROM nodes WHERE run_id = ? UNION "
+                "SELECT object_hash FROM artifacts WHERE run_id = ?", (run_id, run_id))}
+            for table in ("artifacts", "evaluations", "events", "nodes"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+            shared = {r[0] for r in conn.execute(
+                "SELECT source_hash FROM nodes UNION SELECT object_hash FROM artifacts")}
+        removed = 0
+        for digest in mine - shared:  # after the commit: a crash here leaves orphans, not holes
+            try:
+                self.objects.path(digest).unlink()
+                removed += 1
+            except (FileNotFoundError, StoreError):
+                pass
+        return removed
+
     def set_run_status(self, run_id: str, status: str,
                        outcome: dict[str, Any] | None = None) -> None:
         """Set the status; `outcome` replaces the stored one when given, else it is kept."""

@@ -142,9 +142,12 @@ class NodesMixin:
         """Where this run's candidates stopped; see `kernelevolve.store.funnel`."""
         groups = self._query("SELECT status, stage, COUNT(*) FROM nodes WHERE run_id = ? "
                              "GROUP BY status, stage", (run_id,))
-        failures = self._query("SELECT COUNT(*) FROM events WHERE run_id = ? AND kind = ?",
-                               (run_id, "generation_failure"))[0][0]
-        return funnel_counts(((r[0], r[1], r[2]) for r in groups), failures)
+        def events(kind: str) -> int:
+            return self._query("SELECT COUNT(*) FROM events WHERE run_id = ? AND kind = ?",
+                               (run_id, kind))[0][0]
+
+        return funnel_counts(((r[0], r[1], r[2]) for r in groups), events("generation_failure"),
+                             events("llm_error"))
 
     # -- artifacts ---------------------------------------------------------------------------
 
