@@ -263,3 +263,17 @@ def test_renders_in_headless_chromium(tmp_path):
     assert len(re.findall(r'<g class="node"', dom)) == len(s["nodes"])
     assert "<script" not in dom.lower()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+
+
+def test_report_shows_the_reference_and_the_best_kernels_changes():
+    s = full_summary()
+    s["reference_source"] = "class Model:  # <the reference>\n    pass\n"
+    s["best_diff"] = {"parent": 3, "diff": "--- node 3\n+++ node 9\n@@ -1,2 +1,2 @@\n"
+                                           "-BLOCK = 64\n+BLOCK = 128 # <b>\n ROWS = 1\n"}
+    page = render_html(s)
+    assert 'id="reference"' in page and "# &lt;the reference&gt;" in page
+    assert 'id="best-diff"' in page and "Changes from node #3" in page
+    assert '<span class="dadd">+BLOCK = 128 # &lt;b&gt;</span>' in page
+    assert '<span class="ddel">-BLOCK = 64</span>' in page
+    assert "<b>" not in page.split('id="best-diff"')[1].split("</pre>")[0]
+    parse(page)  # still well-formed

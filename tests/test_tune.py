@@ -39,7 +39,7 @@ TUNABLES = {
 
 
 def f():
-    return BLOCK_ROWS * UNROLL
+    return BLOCK_ROWS * UNROLL, SCALE, FAST, MODE
 '''
 
 CPP_EXAMPLES = sorted(EXAMPLES.glob("*/candidate_cpp.py"))
@@ -48,7 +48,8 @@ ALL_EXAMPLES = sorted(EXAMPLES.glob("*/candidate_*.py"))
 
 def tiny(values_a=(1, 2), values_b=("x", "y"), a=1, b="x", extra="") -> str:
     return (f"A = {a!r}\nB = {b!r}\n{extra}"
-            f"TUNABLES = {{'A': {list(values_a)!r}, 'B': {list(values_b)!r}}}\n")
+            f"TUNABLES = {{'A': {list(values_a)!r}, 'B': {list(values_b)!r}}}\n"
+            "\n\ndef use():\n    return A, B\n")
 
 
 def ctx(*parents: ParentView, want: int = 1, seed: int = 0, seen_meta=(), seen_hashes=()):
@@ -337,7 +338,8 @@ def test_exhausts_a_tiny_space_then_returns_nothing():
 
 def test_far_moves_once_the_neighbourhood_is_used_up():
     # Three binary knobs, single-value moves only: 3 neighbours, then the 4 farther configs.
-    src = "A = 0\nB = 0\nC = 0\nTUNABLES = {'A': [0, 1], 'B': [0, 1], 'C': [0, 1]}\n"
+    src = ("A = 0\nB = 0\nC = 0\nTUNABLES = {'A': [0, 1], 'B': [0, 1], 'C': [0, 1]}\n"
+           "USED = (A, B, C)\n")
     metas = exhaust(TuneOperator(restart_prob=0.0, max_changes=1), src, want=2)
     moves = [m["tune_move"] for m in metas]
     assert moves == ["neighbour"] * 3 + ["far"] * 4
@@ -354,7 +356,8 @@ def test_restarts_happen_at_the_configured_rate(rate):
     # 6 knobs with 8 values: 262,144 configs, so neither neighbours nor the space run out.
     names = [f"K{i}" for i in range(6)]
     src = "".join(f"{n} = 0\n" for n in names) + "TUNABLES = {" + \
-        ", ".join(f"{n!r}: {list(range(8))}" for n in names) + "}\n"
+        ", ".join(f"{n!r}: {list(range(8))}" for n in names) + "}\n" + \
+        f"USED = ({', '.join(names)})\n"
     op = TuneOperator(restart_prob=rate)
     moves = Counter()
     for seed in range(200):
@@ -390,3 +393,24 @@ def test_synth_declares_only_the_knobs_its_kernels_read(tmp_path):
     assert {"FAST_EXP", "ROWS_PER_TASK"} <= set(space(synthesize(str(softmax), "cpp")[0]))
     triton = set(space(synthesize(str(pointwise), "triton")[0]))
     assert triton == {"BLOCK_ELEMENTS", "NUM_WARPS"}  # flat kernels read no MAX_BLOCK_COLS
+
+
+def test_knobs_nothing_reads_are_held_at_their_value():
+    """A declared tunable whose name no code loads gives the same program for every value:
+    tune proposes no configuration that differs only there, and says so once."""
+    from kernelevolve.operators.tunables import unread
+
+    source = ("BLOCK = 64\nDEAD = 1\nTUNABLES = {'BLOCK': [32, 64, 128], 'DEAD': [1, 0]}\n"
+              "def kernel(x):\n    return x * BLOCK\n")
+    assert unread(source, parse(source)) == {"DEAD"}
+    events = []
+    context = ProposalContext(problem_path="p.py", problem_source="", platform="cpu",
+                              parents=(parent(source, node_id=1),), seen_hashes=frozenset(),
+                              seen_meta=(), rng_seed=3, want=8,
+                              report=lambda kind, data: events.append((kind, data)))
+    op = TuneOperator()
+    configs = [read_config(d.source) for d in propose(op, context)]
+    assert configs and all(c["DEAD"] == 1 for c in configs)
+    assert sorted(c["BLOCK"] for c in configs) == [32, 128]  # the whole live space, once
+    propose(op, context)
+    assert events == [("tune_unread_knobs", {"parent": 1, "knobs": ["DEAD"]})]

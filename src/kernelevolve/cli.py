@@ -89,6 +89,10 @@ def eval_cmd(
                                          help="Accept candidates that launch no custom kernel."),
     strict: bool = typer.Option(False, "--strict",
                                 help="Reject any ATen compute op inside the candidate's forward."),
+    stage_timeout: Optional[float] = typer.Option(
+        None, "--stage-timeout", metavar="SECONDS",
+        help="Time limit of each candidate stage (load, run, timing); default: 300/120/600 s "
+             "scaled by the machine's load, x4 under the Triton interpreter."),
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
     from kernelevolve.candidate_file import check_candidate_file
@@ -105,8 +109,15 @@ def eval_cmd(
         options.validate()
         check_candidate_file(candidate)
         prob = load_problem(problem)
+        if stage_timeout is not None and not stage_timeout > 0:
+            raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
+                                    "number of seconds")
+        from kernelevolve.harness.pool import Limits
+
+        limits = Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
         with err_console.status("starting sandboxed worker") as status:
-            with Evaluator(platform, options=options, sandbox_mode=sandbox) as evaluator:
+            with Evaluator(platform, options=options, sandbox_mode=sandbox,
+                           limits=limits) as evaluator:
                 result = evaluator.evaluate(prob, candidate,
                                             progress=lambda msg: status.update(msg))
         print_result(result, console)
@@ -176,6 +187,10 @@ def optimize_cmd(
                                          help="Accept candidates that launch no custom kernel."),
     strict: bool = typer.Option(False, "--strict",
                                 help="Reject any ATen compute op inside the candidate's forward."),
+    stage_timeout: Optional[float] = typer.Option(
+        None, "--stage-timeout", metavar="SECONDS",
+        help="Time limit of each candidate stage (load, run, timing); default: 300/120/600 s "
+             "scaled by the machine's load, x4 under the Triton interpreter."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No progress; only the outcome at the end."),
     json_lines: bool = typer.Option(False, "--json-lines",
@@ -198,7 +213,8 @@ def optimize_cmd(
                  "llm_max_failures": llm_max_failures,
                  "language": language, "notes": [str(n) for n in notes or []] or None,
                  "allow_no_kernel": allow_no_kernel or None, "strict": strict or None,
-                 "executor": executor, "ray_address": ray_address}
+                 "executor": executor, "ray_address": ray_address,
+                 "stage_timeout": stage_timeout}
         config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
         _execute(run, json_path, view=_view_mode(quiet, json_lines))

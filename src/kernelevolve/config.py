@@ -39,6 +39,7 @@ class RunConfig:
     final_timing: TimingPolicy = field(default_factory=lambda: TimingPolicy(
         min_reps=30, min_time_s=1.0, max_time_s=6.0))
     sandbox: str | None = None
+    stage_timeout: float | None = None       # seconds for load/run/timing; None: scaled defaults
     llm: dict[str, Any] | None = None        # LLMConfig.to_dict(): provider, model, base_url...
     language: str | None = None              # what the LLM writes; default per platform
     notes: list[str] = field(default_factory=list)  # extra knowledge-note folders
@@ -73,12 +74,16 @@ class RunConfig:
             raise UsageError(f"--max-evals {b.max_evals}: must be at least 1")
         if b.max_time_s is not None and b.max_time_s <= 0:
             raise UsageError(f"--max-time {b.max_time_s}: must be positive")
+        if self.stage_timeout is not None and not self.stage_timeout > 0:
+            raise UsageError(f"--stage-timeout {self.stage_timeout}: must be a positive number "
+                             "of seconds")
 
 
 
 
 _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", "notes",
-              "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address"}
+              "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address",
+              "stage_timeout"}
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup"}
 _LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env", "llm_timeout", "llm_max_concurrency",

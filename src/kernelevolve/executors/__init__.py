@@ -32,12 +32,15 @@ def make_executor(config: "RunConfig", options: "EvalOptions", *,
                   on_event: EventSink = ignore_event) -> Executor:
     """The executor for a run; `ray_address` overrides the configured one (on resume)."""
     check_executor(config.executor, config.ray_address)
+    from kernelevolve.harness.pool import Limits
+
+    limits = Limits(stage_timeout_s=config.stage_timeout) if config.stage_timeout else None
     if config.executor == "ray":
         from kernelevolve.executors.ray_actor import ActorSpec
         from kernelevolve.executors.ray_executor import RayExecutor
 
         spec = ActorSpec(platform=config.platform, options=options, sandbox=config.sandbox,
-                         secret_vars=secret_vars)
+                         secret_vars=secret_vars, limits=limits)
         return RayExecutor(spec, address=ray_address or config.ray_address,
                            workers=config.workers, on_event=on_event)
     from kernelevolve.executors.local import LocalExecutor
@@ -45,7 +48,8 @@ def make_executor(config: "RunConfig", options: "EvalOptions", *,
 
     workers = config.workers or 1
     return LocalExecutor(Evaluator(config.platform, workers=workers, options=options,
-                                   sandbox_mode=config.sandbox, secret_vars=secret_vars), workers)
+                                   sandbox_mode=config.sandbox, secret_vars=secret_vars,
+                                   limits=limits), workers)
 
 
 __all__ = ["EXECUTORS", "Executor", "EventSink", "check_executor", "make_executor"]

@@ -126,6 +126,7 @@ class _Run:
         self.post_seeds = self._draw(opts.post_trials)
         self.neuter_seeds = {name: seeds[0] for name, seeds in self._draw(1).items()}
         self.profile = ev.platform.filter_profile
+        self.interpreted = False  # set by the static gate, from the candidate's language
 
     def _draw(self, n: int, cases: list[Case] | None = None) -> dict[str, list[int]]:
         return {c.name: [self.rng.randrange(1, 2**31) for _ in range(n)]
@@ -134,7 +135,7 @@ class _Run:
     def _params(self, cases: list[Case]) -> dict[str, Any]:
         return {"problem": self.prob.path, "candidate": str(self.cand.resolve()),
                 "init_seed": self.init_seed, "syscall_filter": self.opts.syscall_filter,
-                "filter_profile": self.profile,
+                "filter_profile": self.profile, "interpreted": self.interpreted,
                 "inspect_libraries": self.opts.inspect_libraries,
                 "cases": [{"name": c.name, "weight": c.weight, "bindings": c.bindings,
                            "held_out": c.held_out} for c in cases]}
@@ -151,6 +152,7 @@ class _Run:
         result.language = report.language
         result.fingerprint = ev.pool.fingerprint()
         self.profile = ev.platform.filter_profile_for(report.language, report.compiles_in_process)
+        self.interpreted = report.language in ev.platform.interpreted_languages
         result.sandbox = replace(ev.pool.sandbox_facts, filter_profile=self.profile)
         if not report.ok:
             return self.reject("static", report.reason)

@@ -9,6 +9,7 @@ every sandbox) and one build service (harness/build_service.py), which compiles 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import shutil
@@ -40,6 +41,15 @@ class Limits:
                                          # worker server's answer before restarting it
     stage_timeouts: dict[str, float] = field(default_factory=lambda: {
         "start": 60, "problem": 300, "load": 300, "run": 120, "compile": 900, "timing": 600})
+    stage_timeout_s: float | None = None  # the user's limit for load, run and timing
+    machine_factor: float | None = None   # None: measured when the pool starts
+
+    def for_job(self, interpreted: bool = False) -> dict[str, float]:
+        """The stage limits of one job (harness/stage_limits.py)."""
+        from kernelevolve.harness.stage_limits import stage_timeouts
+
+        return stage_timeouts(self.stage_timeouts, factor=self.machine_factor or 1.0,
+                              interpreted=interpreted, override_s=self.stage_timeout_s)
 
 
 def default_threads(workers: int) -> int:
@@ -64,6 +74,10 @@ class WorkerPool:
             raise ValueError("a pool needs at least one worker")
         self.platform = get_platform(platform) if isinstance(platform, str) else platform
         self.limits = limits or Limits()
+        if self.limits.machine_factor is None:  # a loaded machine gets longer stage limits
+            from kernelevolve.harness.stage_limits import machine_factor
+
+            self.limits = dataclasses.replace(self.limits, machine_factor=machine_factor())
         self.threads = threads or default_threads(workers)
         mode = sandbox_mode or knobs.sandbox_mode()
         self.base = Path(tempfile.mkdtemp(prefix="kernelevolve-pool-"))

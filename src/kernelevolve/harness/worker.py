@@ -149,7 +149,8 @@ class Worker:
             request = self._request(job, params, jobdir)
             with tempfile.TemporaryFile(dir=self.private) as result:
                 reply = self._exchange(job_id, jobdir, result.fileno(), log,
-                                       inspect=params.get("inspect_libraries", True))
+                                       inspect=params.get("inspect_libraries", True),
+                                       timeouts=request["stage_timeouts"])
                 out = self._outcome(reply, result.fileno(), request)
         finally:
             shutil.rmtree(jobdir, ignore_errors=True)
@@ -158,7 +159,8 @@ class Worker:
 
     def _request(self, job: str, params: dict[str, Any], jobdir: Path) -> dict[str, Any]:
         request = {**params, "job": job, "platform": self.platform.name, "threads": self.threads,
-                   "stage_timeouts": self.limits.stage_timeouts, "helpers": self.helpers,
+                   "stage_timeouts": self.limits.for_job(bool(params.get("interpreted"))),
+                   "helpers": self.helpers,
                    "containment": {"seccomp": params.get("syscall_filter", True),
                                    "landlock": True,
                                    "profile": params.get("filter_profile",
@@ -175,11 +177,10 @@ class Worker:
         return request
 
     def _exchange(self, job_id: int, jobdir: Path, result_fd: int, log: list[dict[str, Any]],
-                  inspect: bool) -> dict[str, Any] | None:
+                  inspect: bool, timeouts: dict[str, float]) -> dict[str, Any] | None:
         limits = {"memory_bytes": self.limits.memory_bytes if self.platform.limits_memory else None,
                   "cpu_seconds": self.limits.cpu_seconds, "result_bytes": self.limits.result_bytes,
-                  "total_timeout": self.limits.total_timeout,
-                  "stage_timeouts": self.limits.stage_timeouts}
+                  "total_timeout": self.limits.total_timeout, "stage_timeouts": timeouts}
         try:
             self._send({"id": job_id, "dir": str(jobdir),
                         "scratch": str(self.root / "scratch"), "limits": limits})

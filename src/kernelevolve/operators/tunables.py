@@ -21,6 +21,7 @@ turns that case into a `TunablesError` instead (for linting a candidate).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
 import math
@@ -98,6 +99,21 @@ def parse(source: str, *, strict: bool = False) -> Tunables | None:
             values = _with_extra(values, const.value)
         space[name] = values
     return Tunables(space, current, constants, tuple(warnings))
+
+
+def unread(source: str, tun: Tunables) -> set[str]:
+    """Tunables no code reads: the name is loaded nowhere in the module (its assignment and its
+    TUNABLES entry aside), so every value gives a byte-identical program apart from that one
+    literal, and the tuner holds it at its current value instead of spending evaluations."""
+    loaded = {node.id for node in ast.walk(_parse_module(source))
+              if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return {name for name in tun.space if name not in loaded}
+
+
+def pinned(tun: Tunables, names: set[str]) -> Tunables:
+    """`tun` with `names` held at their current values."""
+    return dataclasses.replace(tun, space={n: [tun.current[n]] if n in names else v
+                                           for n, v in tun.space.items()})
 
 
 def read_config(source: str) -> dict[str, Value] | None:

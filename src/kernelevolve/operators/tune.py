@@ -34,7 +34,8 @@ from typing import Any
 
 from kernelevolve.operators.base import Draft, ParentView, ProposalContext
 from kernelevolve.operators.tunables import (Tunables, TunablesError, Value, config_key,
-                                             family_key, parse, rewrite, space_size)
+                                             family_key, parse, pinned, rewrite, space_size,
+                                             unread)
 
 __all__ = ["TuneOperator", "tune_meta", "space_size"]
 
@@ -69,6 +70,7 @@ class TuneOperator:
             raise ValueError(f"max_changes must be >= 1, got {max_changes}")
         self.restart_prob = restart_prob
         self.max_changes = max_changes
+        self._reported: set[int] = set()
 
     async def propose(self, context: ProposalContext) -> list[Draft]:
         if not context.parents or context.want < 1:
@@ -85,6 +87,13 @@ class TuneOperator:
                 continue
             if tun is None:
                 continue
+            dead = unread(parent.source, tun)
+            if dead:
+                tun = pinned(tun, dead)
+                if parent.node_id not in self._reported:  # once per parent, not per call
+                    self._reported.add(parent.node_id)
+                    context.report("tune_unread_knobs", {"parent": parent.node_id,
+                                                         "knobs": sorted(dead)})
             family = family_key(parent.source, tunables=tun)
             seen = by_family.setdefault(family, set())
             seen.update(anywhere)

@@ -29,6 +29,7 @@ class Platform:
     device: str = "cpu"                 # torch device type the problem's tensors move to
     languages: tuple[str, ...] = ()     # candidate languages this platform evaluates
     measured_languages: tuple[str, ...] = ()  # languages it can also time for real
+    interpreted_languages: tuple[str, ...] = ()  # run by an interpreter: longer stage limits
     sandbox_devices: tuple[str, ...] = ()     # device nodes the sandbox must expose
     limits_memory: bool = True          # whether RLIMIT_AS can be applied (not with GPU drivers)
     # The syscall filter's profile for jobs running candidate code (harness/seccomp.py):

@@ -30,6 +30,7 @@ class CpuPlatform(Platform):
     device = "cpu"
     languages = ("cpp", "triton", "python")
     measured_languages = ("cpp", "python")
+    interpreted_languages = ("triton",)  # TRITON_INTERPRET=1: ~5000x slower than PyTorch
 
     def worker_env(self, threads: int) -> dict[str, str]:
         return {**super().worker_env(threads), "TRITON_INTERPRET": "1"}

@@ -33,6 +33,8 @@ section{background:var(--card);border:1px solid var(--line);border-radius:8px;pa
 .outcome.none{background:#fef3c7;color:#78350f;border:1px solid #fcd34d}
 .outcome.unknown{background:#f3f4f6;color:#374151;border:1px solid #d1d5db}
 .warn{color:#92400e;font-weight:600}
+.diff .dadd{color:#166534;background:#f0fdf4}.diff .ddel{color:#991b1b;background:#fef2f2}
+.diff .dhunk{color:#6b7280}
 .outcome.failed{background:#fee2e2;color:#7f1d1d;border:1px solid #fca5a5}
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(128px,1fr));gap:10px}
 .stat{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px 10px}
@@ -187,9 +189,32 @@ def _best_section(s: dict) -> str:
     code = (f'<pre><code class="language-python">{esc(src)}</code></pre>' if src
             else '<p class="muted">Source not recorded.</p>')
     body = (_cases_table(s.get("best_cases") or []) + '<h2 style="margin-top:14px">Source</h2>'
-            + code)
+            + code + _diff_body(s.get("best_diff")))
     return _section("Best kernel", body, "best",
                     f"node #{best.get('node_id')} · {fmt_x(best.get('speedup'))}")
+
+
+def _diff_body(diff: dict | None) -> str:
+    """The best kernel's changes from its parent, one span per line, coloured by its sign."""
+    if not diff:
+        return ""
+    lines = []
+    for line in (diff.get("diff") or "").splitlines():
+        cls = ("add" if line.startswith("+") and not line.startswith("+++") else
+               "del" if line.startswith("-") and not line.startswith("---") else
+               "hunk" if line.startswith("@@") else "ctx")
+        lines.append(f'<span class="d{cls}">{esc(line)}</span>')
+    text = "\n".join(lines) if lines else '<span class="dctx">(identical sources)</span>'
+    return (f'<h2 style="margin-top:14px">Changes from node #{esc(diff.get("parent"))}</h2>'
+            f'<pre class="diff" id="best-diff"><code>{text}</code></pre>')
+
+
+def _reference_section(s: dict) -> str:
+    src = s.get("reference_source")
+    if not src:
+        return ""
+    return _section("Reference", f'<pre><code class="language-python">{esc(src)}</code></pre>',
+                    "reference", "the PyTorch module every candidate is measured against")
 
 
 def _kv_table(data: dict | None, empty: str) -> str:
@@ -249,6 +274,7 @@ def render_html(summary: dict) -> str:
                  '<p class="muted">Nothing proposed yet.</p>', "funnel",
                  "what is left after each step; −N: lost there"),
         _best_section(s),
+        _reference_section(s),
         _section("Synthesizer coverage", f"<pre><code>{esc(s['synth_coverage'])}</code></pre>",
                  "synth", "which ops were fused into which kernels, which stayed in torch")
         if s.get("synth_coverage") else "",

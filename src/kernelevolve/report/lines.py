@@ -34,7 +34,7 @@ class LineProgress:
         self.refresh()
 
     def set_status(self, status: str) -> None:
-        self._baseline()
+        self.refresh()  # what happened before the phase changed comes first
         self.emit({"event": "phase", "status": status}, f"phase: {status}")
 
     def _baseline(self) -> Any:

@@ -42,8 +42,36 @@ def run_summary(run: Any) -> dict[str, Any]:
         "cost": llm_cost(store, run.id), "llm_failures": llm_failures(store, run.id),
         "fingerprint": rec.fingerprint or {}, "config": rec.config,
         "best_source": best_source, "best_cases": best_cases,
+        "reference_source": _source_or_none(store, run.id, 0),
+        "best_diff": _best_diff(store, run.id, nodes, best_id, best_source),
         "synth_coverage": _synth_coverage(store, run.id, nodes),
     }
+
+
+def _source_or_none(store: Any, run_id: str, node_id: int) -> str | None:
+    try:
+        return store.source(run_id, node_id)
+    except Exception:  # noqa: BLE001 - a pruned object store: the report says "not recorded"
+        return None
+
+
+def _best_diff(store: Any, run_id: str, nodes: list[dict[str, Any]], best_id: int | None,
+               best_source: str | None) -> dict[str, Any] | None:
+    """The best kernel against its (first) parent, as a unified diff; None when it was drafted
+    from the reference itself (a diff against the PyTorch module says nothing)."""
+    import difflib
+
+    node = next((n for n in nodes if n["id"] == best_id), None)
+    if node is None or best_source is None or not node["parents"] or node["parents"][0] == 0:
+        return None
+    parent = node["parents"][0]
+    before = _source_or_none(store, run_id, parent)
+    if before is None:
+        return None
+    diff = difflib.unified_diff(before.splitlines(keepends=True),
+                                best_source.splitlines(keepends=True),
+                                fromfile=f"node {parent}", tofile=f"node {best_id}")
+    return {"parent": parent, "diff": "".join(diff)}
 
 
 def _synth_coverage(store: Any, run_id: str, nodes: list[dict[str, Any]]) -> str | None:
