@@ -500,6 +500,16 @@ def _click_exceptions() -> list:
 
 
 def main() -> None:
+    try:
+        _main()
+    except BrokenPipeError:  # `kernelevolve ... | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+
+
+def _main() -> None:
     mods = _click_exceptions()
     no_args = tuple(m.NoArgsIsHelpError for m in mods if hasattr(m, "NoArgsIsHelpError"))
     usage = tuple(m.UsageError for m in mods if hasattr(m, "UsageError"))
