@@ -98,7 +98,9 @@ BEST = VALUES[OPTIMUM]
 def source_of(cfg: Config) -> str:
     lines = [f"{n} = {KNOBS[n][i]!r}" for n, i in zip(NAMES, cfg)]
     space = ", ".join(f"{n!r}: {KNOBS[n]!r}" for n in NAMES)
-    return "\n".join(["# synthetic candidate", *lines, f"TUNABLES = {{{space}}}", ""])
+    # The knobs are read (as a kernel's would be), or tune holds them at their values.
+    return "\n".join(["# synthetic candidate", *lines, f"TUNABLES = {{{space}}}",
+                      f"KERNEL_CONFIG = ({', '.join(NAMES)},)", ""])
 
 
 def config_of(source: str) -> Config:

@@ -39,11 +39,11 @@ from kernelevolve.harness.session import JobFailure, Session
 from kernelevolve.harness.timed_link import TimedProcess, itemsize, read_tensor, threads
 from kernelevolve.harness.timing import TimingPolicy
 
-BATCH_S = 0.005            # the faster side's batch lasts this: long enough that the round
+BATCH_S = 0.0025           # the faster side's batch lasts this: long enough that the round
                            # trip (~0.04-0.25 ms here, paid by both sides) is small, short enough
                            # that the sets and kept outputs stay few (each call writes a fresh
                            # output buffer, so longer batches measure a colder cache)
-WARM_PAIRS = 6             # warm-up pairs at most (warming stops once the batch size holds)
+WARM_PAIRS = 3             # warm-up pairs at most (warming stops once the batch size holds)
 MAX_CALLS = 256            # calls per batch, at most
 SET_BUDGET = 256 << 20     # bytes of input sets per case, and of outputs the candidate keeps
 SAMPLE_BUDGET = 64 << 20   # bytes of sampled outputs sent to the driver per case
