@@ -86,7 +86,8 @@ def test_computing_threads_and_reading_pass():
         time.sleep(0.01)
         return 0 if box else 3
 
-    assert _in_child(work) == ("exit", 0)
+    got = _in_child(work)
+    assert got == ("exit", 0), got  # the refused call, named, if the filter said no
 
 
 def test_writes_processes_programs_and_sockets_are_refused_and_named(tmp_path):
