@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -67,6 +66,19 @@ def version_cmd() -> None:
     print(__version__)
 
 
+ALLOW_NO_KERNEL_OPT = typer.Option(False, "--allow-no-kernel",
+                                   help="Accept candidates that launch no custom kernel.")
+STRICT_OPT = typer.Option(False, "--strict",
+                          help="Reject any ATen compute op inside the candidate's forward.")
+STAGE_TIMEOUT_OPT = typer.Option(
+    None, "--stage-timeout", metavar="SECONDS",
+    help="Time limit of each candidate stage (load, run, timing); default: 300/120/600 s "
+         "scaled by the machine's load, x4 under the Triton interpreter.")
+QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No progress; only the outcome at the end.")
+JSON_LINES_OPT = typer.Option(False, "--json-lines",
+                              help="Progress and outcome as one JSON object per line.")
+
+
 @app.command("eval")
 def eval_cmd(
     problem: Path = typer.Argument(..., metavar="PROBLEM",
@@ -85,14 +97,9 @@ def eval_cmd(
                                  help="eager, or compile to also time torch.compile (eager)."),
     sandbox: Optional[str] = typer.Option(None, metavar="MODE",
                                           help="auto, bwrap, unshare or none (auto)."),
-    allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel",
-                                         help="Accept candidates that launch no custom kernel."),
-    strict: bool = typer.Option(False, "--strict",
-                                help="Reject any ATen compute op inside the candidate's forward."),
-    stage_timeout: Optional[float] = typer.Option(
-        None, "--stage-timeout", metavar="SECONDS",
-        help="Time limit of each candidate stage (load, run, timing); default: 300/120/600 s "
-             "scaled by the machine's load, x4 under the Triton interpreter."),
+    allow_no_kernel: bool = ALLOW_NO_KERNEL_OPT,
+    strict: bool = STRICT_OPT,
+    stage_timeout: Optional[float] = STAGE_TIMEOUT_OPT,
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
     from kernelevolve.candidate_file import check_candidate_file
@@ -183,18 +190,11 @@ def optimize_cmd(
     workspace: Path = WORKSPACE_OPT,
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
                                              help="Write the run summary here."),
-    allow_no_kernel: bool = typer.Option(False, "--allow-no-kernel",
-                                         help="Accept candidates that launch no custom kernel."),
-    strict: bool = typer.Option(False, "--strict",
-                                help="Reject any ATen compute op inside the candidate's forward."),
-    stage_timeout: Optional[float] = typer.Option(
-        None, "--stage-timeout", metavar="SECONDS",
-        help="Time limit of each candidate stage (load, run, timing); default: 300/120/600 s "
-             "scaled by the machine's load, x4 under the Triton interpreter."),
-    quiet: bool = typer.Option(False, "--quiet", "-q",
-                               help="No progress; only the outcome at the end."),
-    json_lines: bool = typer.Option(False, "--json-lines",
-                                    help="Progress and outcome as one JSON object per line."),
+    allow_no_kernel: bool = ALLOW_NO_KERNEL_OPT,
+    strict: bool = STRICT_OPT,
+    stage_timeout: Optional[float] = STAGE_TIMEOUT_OPT,
+    quiet: bool = QUIET_OPT,
+    json_lines: bool = JSON_LINES_OPT,
 ) -> None:
     """Search for a faster kernel for PROBLEM; prints the outcome and the best kernel's path.
 
@@ -202,6 +202,7 @@ def optimize_cmd(
     improved, 2 bad usage, 3 no safe improvement, 4 nothing to search from, 5 stopped by
     failures, 130 interrupted.
     """
+    from kernelevolve.cli_run import execute, view_mode
     from kernelevolve.config import build_config
     from kernelevolve.run import Run
 
@@ -217,7 +218,7 @@ def optimize_cmd(
                  "stage_timeout": stage_timeout}
         config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
-        _execute(run, json_path, view=_view_mode(quiet, json_lines))
+        execute(run, json_path, view=view_mode(quiet, json_lines))
 
 
 @app.command("resume")
@@ -231,12 +232,11 @@ def resume_cmd(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="HOST:PORT",
                                               help="The Ray cluster now (a Ray run's address "
                                                    "may have changed)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q",
-                               help="No progress; only the outcome at the end."),
-    json_lines: bool = typer.Option(False, "--json-lines",
-                                    help="Progress and outcome as one JSON object per line."),
+    quiet: bool = QUIET_OPT,
+    json_lines: bool = JSON_LINES_OPT,
 ) -> None:
     """Continue a run that was interrupted or killed (exit codes as for optimize)."""
+    from kernelevolve.cli_run import execute, view_mode
     from kernelevolve.errors import UsageError
     from kernelevolve.run import Run
 
@@ -245,102 +245,8 @@ def resume_cmd(
         if ray_address is not None and run.config.executor != "ray":
             raise UsageError(f"--ray-address: run {run.id} evaluates with the "
                              f"{run.config.executor} executor, not ray")
-        _execute(run, json_path, force=force, ray_address=ray_address,
-                 view=_view_mode(quiet, json_lines))
-
-
-def _view_mode(quiet: bool, json_lines: bool) -> str:
-    from kernelevolve.errors import UsageError
-
-    if quiet and json_lines:
-        raise UsageError("--quiet and --json-lines: choose one")
-    return "quiet" if quiet else "json" if json_lines else "auto"
-
-
-def _progress_view(run, console: Console, mode: str):
-    """The live panel on a terminal; elsewhere (a log, a pipe, CI) plain lines as things happen."""
-    from kernelevolve.report.lines import LineProgress
-    from kernelevolve.report.live import LiveView
-
-    if mode == "auto" and console.is_terminal:
-        return LiveView(run, console)
-    return LineProgress(run, json_lines=mode == "json", quiet=mode == "quiet")
-
-
-def _execute(run, json_path: Optional[Path], force: bool = False,
-             ray_address: Optional[str] = None, view: str = "auto") -> None:
-    from kernelevolve import exit_codes
-    from kernelevolve.errors import ExecutorError
-    from kernelevolve.report.summary import failure_line, measurement_notes
-
-    console = Console()
-    if not console.is_terminal:
-        console.soft_wrap = True  # a log keeps whole lines: no 80-column hard wraps
-    drafting = {"synth", "llm"} & set(run.config.operators)
-    if not run.store.nodes(run.id)[1:]:
-        if drafting:
-            err_console.print(f"no seed candidate: drafting from the reference with "
-                              f"{' and '.join(sorted(drafting))}, then tuning")
-        else:
-            err_console.print("[yellow]note:[/] no seed candidate and no drafting operator "
-                              "(synth, llm): the search has nothing to start from. Pass "
-                              "--seed-candidate FILE.")
-    hint = f"kernelevolve resume {run.id}" + (
-        "" if run.workspace == Path(".kernelevolve") else f" --workspace {run.workspace}")
-    previous = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C
-    try:
-        with _progress_view(run, console, view) as progress:
-            outcome = run.execute(force=force, on_change=progress.refresh,
-                                  on_status=progress.set_status, ray_address=ray_address)
-            progress.set_status("finished")
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted; every finished evaluation is kept; resume with "
-                          f"`{hint}`", highlight=False, soft_wrap=True)
-        raise typer.Exit(exit_codes.INTERRUPTED)
-    except ExecutorError as exc:
-        if getattr(run, "live_graph", None) is None:
-            raise  # could not start (no cluster): a one-line error, exit 2, resumable
-        err_console.print(f"[bold red]stopped by failures:[/] {escape(str(exc))}. Every "
-                          f"finished evaluation is kept; resume with `{hint}`", highlight=False,
-                          soft_wrap=True)
-        raise typer.Exit(exit_codes.FAILED)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    from kernelevolve.report.summary import run_summary
-
-    summary = run_summary(run)
-    if view == "json":
-        print(json.dumps({"event": "outcome", **(run.outcome or {}),
-                          "exit_code": exit_codes.for_outcome(outcome),
-                          "best_kernel": str(run.best_path()) if run.best_path() else None,
-                          "llm_failures": summary.get("llm_failures")}, default=str))
-        if json_path:
-            json_path.write_text(json.dumps(summary, indent=2, default=str))
-        raise typer.Exit(exit_codes.for_outcome(outcome))
-    style = {"improved": "bold green", "stopped_by_failures": "bold red"}.get(
-        outcome["kind"], "bold yellow")
-    console.print(f"[{style}]{escape(outcome['message'])}[/]", soft_wrap=True)
-    console.print(f"run {run.id}: {summary['evaluations']} evaluations, stopped: "
-                  f"{escape(outcome['stop_reason'])}", soft_wrap=True)
-    for note in measurement_notes(summary):
-        console.print(escape(note), soft_wrap=True, style="dim" if not note.startswith(
-            "warning") else "yellow")
-    failures = failure_line(summary.get("llm_failures"))
-    if failures:
-        console.print(f"[bold red]{escape(failures)}[/]", soft_wrap=True)
-    best = run.best_path()
-    if best is not None:
-        console.print(f"best kernel: {best}", soft_wrap=True)
-    elif outcome.get("node_id") is not None:
-        node = run.workspace / "runs" / run.id / "nodes" / f"node{outcome['node_id']}.py"
-        console.print(f"best candidate, not a safe improvement: {node}", soft_wrap=True)
-    if json_path:
-        json_path.write_text(json.dumps(summary, indent=2, default=str))
-    raise typer.Exit(exit_codes.for_outcome(outcome))
-
-
-def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt
+        execute(run, json_path, force=force, ray_address=ray_address,
+                view=view_mode(quiet, json_lines))
 
 
 @app.command("synth")
