@@ -100,6 +100,10 @@ def eval_cmd(
     allow_no_kernel: bool = ALLOW_NO_KERNEL_OPT,
     strict: bool = STRICT_OPT,
     stage_timeout: Optional[float] = STAGE_TIMEOUT_OPT,
+    profile: bool = typer.Option(False, "--profile",
+                                 help="Also print each case's profile (CPU time, page faults, "
+                                      "context switches, perf counters), read from outside the "
+                                      "candidate's process; --json always has it."),
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
     from kernelevolve.candidate_file import check_candidate_file
@@ -128,6 +132,11 @@ def eval_cmd(
                 result = evaluator.evaluate(prob, candidate,
                                             progress=lambda msg: status.update(msg))
         print_result(result, console)
+        if profile:
+            from kernelevolve.harness.profile_view import profile_lines
+
+            for line in profile_lines(result):
+                console.print(line, markup=False, highlight=False)
         if json_path:
             json_path.write_text(json.dumps(result.to_dict(), indent=2))
     raise typer.Exit(0 if result.accepted else 1)

@@ -46,6 +46,11 @@ class CaseResult:
     cand_timing: TimingStats | None = None
     compile_timing: TimingStats | None = None
     held_out: bool = False               # derived by the harness, not declared by the problem
+    # Profiles over the timed batches, observed from outside each process (CPU time, page
+    # faults, context switches per call; perf counters or why not): harness/proc_profile.py,
+    # read for prompts by harness/profile_view.py. None where nothing trustworthy was measured.
+    profile: dict[str, Any] | None = None      # the candidate's process
+    ref_profile: dict[str, Any] | None = None  # the reference's process, the same way
 
 
 @dataclass

@@ -48,6 +48,8 @@ MAX_CALLS = 256            # calls per batch, at most
 SET_BUDGET = 256 << 20     # bytes of input sets per case, and of outputs the candidate keeps
 SAMPLE_BUDGET = 64 << 20   # bytes of sampled outputs sent to the driver per case
 _PR_SET_DUMPABLE = 4
+REF_PERF_UNAVAILABLE = ("perf: the reference process is not dumpable (so that the candidate "
+                        "cannot read it), so its counters cannot be attached from outside")
 
 
 def job_measure(req: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
@@ -168,14 +170,35 @@ class CaseTiming:
     def _timed_batch(self, proc: TimedProcess, numbers: dict[str, Any],
                      model: str = "ref") -> tuple[float, float, dict[str, Any]]:
         """One batch of n calls on `proc`, by round trip; returns the wall time, the
-        candidate's CPU time over it, and the answer."""
+        candidate's CPU time over it, and the answer. Past the warm-up, `proc`'s profile is
+        read from outside around it (harness/proc_profile.py), outside the clock."""
+        profile = self.profiles.get(proc.role) if self.profiling and model == "ref" else None
+        if profile is not None:
+            profile.before()
         cpu0 = self.cand.cpu_s()
         start = time.perf_counter()
         done = proc.batch(self.case.name, list(range(self.n)), numbers, model)
         wall = time.perf_counter() - start
-        return wall, self.cand.cpu_s() - cpu0, done
+        cpu = self.cand.cpu_s() - cpu0
+        if profile is not None:
+            profile.after(self.n)
+        return wall, cpu, done
 
     def _loop(self) -> dict[str, Any]:
+        from kernelevolve.harness.proc_profile import ProcessProfile
+
+        self.profiling = False
+        self.profiles = {"candidate": ProcessProfile(self.cand.pid),
+                         "reference": ProcessProfile(self.ref.pid, REF_PERF_UNAVAILABLE)}
+        try:
+            out = self._timed_loop()
+            out["profile"] = {side: p.result() for side, p in self.profiles.items()}
+            return out
+        finally:
+            for p in self.profiles.values():
+                p.close()
+
+    def _timed_loop(self) -> dict[str, Any]:
         ref_ms, cand_ms, comp_ms, samples = [], [], [], []
         acct = {"cand_batches_cpu_s": 0.0, "ref_batches_cpu_s": 0.0, "total_cpu_s": 0.0,
                 "ref_batches_wall_s": 0.0, "cand_batches_wall_s": 0.0}
@@ -185,6 +208,7 @@ class CaseTiming:
         cpu_start, self.setup_cpu_s = self.cand.cpu_s(), 0.0
         while True:
             numbers = self._fill()
+            self.profiling = not warm
             timed, done = self._pair(rep, numbers, acct)
             if warm:  # warm-up pairs: caches, pools, the candidate's lazy setup. From the
                 warm -= 1  # second pair at a size on, the batch is sized by the faster side,

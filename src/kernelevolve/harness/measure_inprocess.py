@@ -97,5 +97,37 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
         result[case.name] = {"ref_ms": samples[0], "cand_ms": samples[1],
                              "compile_ms": samples[2] if len(samples) > 2 else None,
                              "loop_s": loop_s, "outputs": outputs,
-                             "digests": [digest(x) for x in fresh[case.name]]}
+                             "digests": [digest(x) for x in fresh[case.name]],
+                             "profile_unavailable": INPROCESS_NO_PROFILE}
+        if session.platform.device != "cpu" and device_profile_on():
+            result[case.name]["profile"] = _device_profiles(
+                session.platform, fns, sets[case.name][0])
     return {"ok": True, "cases": result, "compile_error": compile_error}
+
+
+INPROCESS_NO_PROFILE = ("in-process timing: the candidate runs in the process that times it, "
+                        "so no CPU, fault or switch count can be read from outside it for its "
+                        "calls alone")
+
+
+def device_profile_on() -> bool:
+    """The torch.profiler kernel table is opt-in until it has run under the device syscall
+    profile on a real GPU (Kineto/CUPTI must not make a call the filter refuses): set
+    KERNELEVOLVE_DEVICE_PROFILE=1 and pass it on with KERNELEVOLVE_WORKER_ENV."""
+    import os
+
+    return os.environ.get("KERNELEVOLVE_DEVICE_PROFILE") == "1"
+
+
+def _device_profiles(platform, fns: list[Any], args: list[Any]) -> dict[str, Any]:
+    """torch.profiler kernel lists of one reference call and one candidate call, in this
+    process: self-reported (harness/gpu_profile.py)."""
+    from kernelevolve.harness.gpu_profile import NCU_IN_JOB, ncu_unavailable, profile_call
+
+    out = {}
+    for side, fn in (("reference", fns[0]), ("candidate", fns[1])):
+        prof = profile_call(fn, args, platform.synchronize)
+        prof["self_reported"] = True
+        prof["ncu"] = {"unavailable": ncu_unavailable() or NCU_IN_JOB}
+        out[side] = prof
+    return out

@@ -5,6 +5,7 @@ from typing import Any
 
 from kernelevolve.harness.timing import (speedup_interval, summarize, weighted_geomean,
                                          weighted_interval)
+from kernelevolve.harness.profile_view import apply_profiles
 from kernelevolve.types import EvalResult
 
 
@@ -21,6 +22,7 @@ def score(result: EvalResult, cases: dict[str, Any]) -> None:
         case_result.ref_ms, case_result.cand_ms = ref.median_ms, cand.median_ms
         case_result.speedup = ref.median_ms / cand.median_ms
         case_result.speedup_ci = speedup_interval(data["ref_ms"], data["cand_ms"])
+        apply_profiles(result, case_result, data)
         calls = data.get("calls_per_batch") or 1  # samples are per call, of n-call batches
         measured_ms += calls * (sum(data["ref_ms"]) + sum(data["cand_ms"]))
         if data.get("compile_ms"):
