@@ -172,6 +172,10 @@ def optimize_cmd(
                                              help="LLM budget in tokens (none)."),
     target: Optional[float] = typer.Option(None, "--target", metavar="SPEEDUP",
                                            help="Stop once this speedup is reached (none)."),
+    stop_at_sol: Optional[float] = typer.Option(
+        None, "--stop-at-sol", metavar="FRACTION",
+        help="Stop once the best kernel reaches this fraction of the machine's speed of light, "
+             "e.g. 0.6 (none)."),
     workers: Optional[int] = typer.Option(None, metavar="N",
                                           help="Evaluation slots: local workers (1), or Ray "
                                                "actors (the cluster's)."),
@@ -218,7 +222,8 @@ def optimize_cmd(
     with _user_errors():
         flags = {"platform": platform, "operators": operator, "policy": policy,
                  "max_evals": max_evals, "max_time": max_time, "max_cost": max_cost,
-                 "max_tokens": max_tokens, "target": target, "workers": workers, "seed": seed,
+                 "max_tokens": max_tokens, "target": target, "stop_at_sol": stop_at_sol,
+                 "workers": workers, "seed": seed,
                  "llm": llm, "llm_base_url": llm_base_url, "llm_api_key_env": llm_api_key_env,
                  "llm_max_failures": llm_max_failures,
                  "language": language, "notes": [str(n) for n in notes or []] or None,

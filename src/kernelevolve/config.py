@@ -74,6 +74,10 @@ class RunConfig:
             raise UsageError(f"--max-evals {b.max_evals}: must be at least 1")
         if b.max_time_s is not None and b.max_time_s <= 0:
             raise UsageError(f"--max-time {b.max_time_s}: must be positive")
+        if b.stop_at_sol is not None and (isinstance(b.stop_at_sol, bool) or not (
+                isinstance(b.stop_at_sol, (int, float)) and 0 < b.stop_at_sol <= 1)):
+            raise UsageError(f"--stop-at-sol {b.stop_at_sol}: a fraction of the speed of light, "
+                             "above 0 and at most 1 (e.g. 0.6)")
         if self.stage_timeout is not None and not self.stage_timeout > 0:
             raise UsageError(f"--stage-timeout {self.stage_timeout}: must be a positive number "
                              "of seconds")
@@ -85,7 +89,8 @@ _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", 
               "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address",
               "stage_timeout"}
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
-                "max_tokens": "max_tokens", "target": "target_speedup"}
+                "max_tokens": "max_tokens", "target": "target_speedup",
+                "stop_at_sol": "stop_at_sol"}
 _LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env", "llm_timeout", "llm_max_concurrency",
              "llm_temperature", "llm_max_failures")
 

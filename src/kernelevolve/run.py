@@ -127,16 +127,17 @@ class Run:
             if rec.status == "done":
                 result = self.store.evaluation(self.id, rec.id) or {}
                 node.meta["reason"] = (result.get("reason") or "")[:2000]
+                node.sol_fraction = result.get("sol_fraction")
             graph.add(node)
         return graph
 
     def progress(self, graph: SearchGraph) -> Progress:
         progress = Progress(elapsed_s=self.record.elapsed_s)
-        best = 0.0
+        best, best_sol = 0.0, None
         for node in graph.evaluated():
-            if node.accepted and node.fitness:
-                best = max(best, node.fitness)
-            progress.note_evaluation(best)
+            if node.accepted and node.fitness and node.fitness > best:
+                best, best_sol = node.fitness, node.sol_fraction
+            progress.note_evaluation(best, best_sol)
         return progress
 
     # ---- execution -----------------------------------------------------------------------------

@@ -46,6 +46,14 @@ class CaseResult:
     cand_timing: TimingStats | None = None
     compile_timing: TimingStats | None = None
     held_out: bool = False               # derived by the harness, not declared by the problem
+    # Speed of light (harness/roofline.py), None where not counted or not timed:
+    bytes_moved: int | None = None       # reference's minimal traffic: inputs, params, outputs
+    flops: int | None = None             # FlopCounterMode over one reference forward
+    sol_ms: float | None = None          # max(bytes / bandwidth, flops / peak), measured figures
+    sol_bound: str | None = None         # "memory" | "compute": which term sets sol_ms
+    sol_fraction: float | None = None    # sol_ms / cand_ms (1.0: at the machine's limit)
+    achieved_gbs: float | None = None    # bytes_moved / cand_ms
+    achieved_gflops: float | None = None  # flops / cand_ms
     # Profiles over the timed batches, observed from outside each process (CPU time, page
     # faults, context switches per call; perf counters or why not): harness/proc_profile.py,
     # read for prompts by harness/profile_view.py. None where nothing trustworthy was measured.
@@ -87,6 +95,7 @@ class EvalResult:
     fitness: float | None = 0.0
     measured: bool = False               # False when the platform cannot time this language
     compile_speedup: float | None = None  # candidate vs torch.compile, with --baseline compile
+    sol_fraction: float | None = None    # weighted geomean of the timed cases' sol_fraction
     cases: list[CaseResult] = field(default_factory=list)
     fingerprint: dict[str, Any] = field(default_factory=dict)
     sandbox: SandboxFacts = field(default_factory=SandboxFacts)

@@ -20,6 +20,7 @@ from kernelevolve.harness.integrity import (IntegrityPolicy, fallback_problem,
                                             norm_ratio_problem, sampled_calls_problem,
                                             timing_problem)
 from kernelevolve.harness.pool import JobOutcome, Limits, WorkerPool
+from kernelevolve.harness.roofline import apply_roofline
 from kernelevolve.harness.static import check_static
 from kernelevolve.harness.scoring import score
 from kernelevolve.harness.timing import TimingPolicy
@@ -70,6 +71,7 @@ class Evaluator:
         self.options = options or EvalOptions()
         self.options.validate()
         self._own_pool = pool is None
+        self._costs: dict[str, dict[str, Any]] = {}  # per problem: each case's bytes and flops
         self.pool = pool or WorkerPool(self.platform, workers, limits=limits,
                                        sandbox_mode=sandbox_mode, secret_vars=secret_vars)
 
@@ -105,6 +107,7 @@ class Evaluator:
         run = _Run(self, prob, cand_path, opts, result, say)
         try:
             run.execute(source)
+            apply_roofline(result, self._costs.get(prob.source_hash), result.fingerprint)
         finally:
             result.wall_s = time.monotonic() - started
         return result
@@ -204,12 +207,19 @@ class _Run:
     def _reference(self) -> dict[str, Any]:
         seeds = {name: self.seeds[name] + self.post_seeds[name] + [self.neuter_seeds[name]]
                  for name in self.seeds}
-        out = self.ev.pool.run("reference", {**self._params(self.cases), "seeds": seeds})
+        costs = self.ev._costs.get(self.prob.source_hash)
+        count = costs is None or any(c.name not in costs for c in self.cases)
+        out = self.ev.pool.run("reference", {**self._params(self.cases), "seeds": seeds,
+                                             "count_cost": count})
         if out.status == "failed":
             raise ProblemError(self.prob.path, out.result["reason"].splitlines()[0])
         if out.status != "ok":
             raise ProblemError(self.prob.path, "running the reference failed: " + out.describe())
         ref = out.result["cases"]
+        if count:  # counted once per problem (harness/roofline.py); kept for later evaluations
+            self.ev._costs[self.prob.source_hash] = {
+                **(costs or {}), **{name: c.get("cost") if isinstance(c.get("cost"), dict)
+                                    else {} for name, c in ref.items()}}
         skipped = [c for c in self.cases if "skipped" in ref.get(c.name, {})]
         for case in skipped:
             self.result.integrity.setdefault("held_out_skipped", {})[case.name] = \

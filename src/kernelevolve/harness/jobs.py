@@ -1,6 +1,7 @@
 """Jobs that run inside a forked, sandboxed worker child.
 
 - `fingerprint`: describe the machine and toolchain that measures.
+- `machine`: measure its memory bandwidth and peak FLOP/s (platforms/machine_facts.py).
 - `reference`: run the problem's `Model` on seeded inputs; never loads candidate code.
 - `check`: import the candidate, run `ModelNew` on the same seeded inputs, return the outputs.
 - `measure`: time reference and candidate (harness/measure.py: from outside the candidate's
@@ -31,6 +32,15 @@ def job_fingerprint(req: dict[str, Any], progress: JobContext) -> dict[str, Any]
     return {"ok": True, "fingerprint": platform.fingerprint(int(req["threads"]))}
 
 
+def job_machine(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
+    """Memory bandwidth and peak FLOP/s, measured here (the pool caches them per machine)."""
+    from kernelevolve.platforms import get_platform
+
+    platform = get_platform(req["platform"])
+    platform.setup_worker(int(req["threads"]))
+    return {"ok": True, "machine": platform.measure_machine(int(req["threads"]))}
+
+
 def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     """Reference outputs (and the ATen compute ops the reference dispatches) per case."""
     import torch
@@ -53,11 +63,13 @@ def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
                         with recorder:
                             out = model(*inputs)
                         decomposed = decomposed_ops(model, inputs)
+                        first = (inputs, out)
                     else:
                         out = model(*inputs)
                     outputs.append(flatten_outputs(out, "Model.forward"))
                     noise.append(rounding_noise(model, inputs, outputs[-1]))
-            session.platform.synchronize()
+                cost = _cost(req, model, *first)  # after every seed: a stateful model's outputs
+            session.platform.synchronize()        # stay what they would have been
         except Exception as exc:  # noqa: BLE001 - a broken reference is the problem's fault
             if case.name in held_out:  # a derived shape the problem does not support: drop it
                 result[case.name] = {"skipped": f"{type(exc).__name__}: {exc}"}
@@ -65,8 +77,21 @@ def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
             why = exc.reason if isinstance(exc, JobFailure) else f"{type(exc).__name__}: {exc}"
             raise JobFailure("problem", f"the reference raised on case {case.name!r}: {why}") from None
         result[case.name] = {"outputs": outputs, "digests": digests, "noise": noise,
-                             "ops": recorder.compute_ops(), "decomposed_ops": decomposed}
+                             "ops": recorder.compute_ops(), "decomposed_ops": decomposed,
+                             "cost": cost}
     return {"ok": True, "cases": result}
+
+
+def _cost(req: dict[str, Any], model: Any, inputs: list[Any], out: Any) -> dict[str, Any] | None:
+    """Bytes and FLOPs of one reference forward (harness/roofline.py), when the driver asks."""
+    if not req.get("count_cost"):
+        return None
+    from kernelevolve.harness.roofline import reference_cost
+
+    try:
+        return reference_cost(model, inputs, flatten_outputs(out, "Model.forward"))
+    except Exception as exc:  # noqa: BLE001 - no speed of light is a fact, not a failure
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def rounding_noise(model, inputs: list[Any], outputs: list[Any]) -> list[float | None]:
@@ -280,8 +305,8 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     return inprocess(req, progress)
 
 
-JOBS = {"fingerprint": job_fingerprint, "reference": job_reference, "check": job_check,
-        "measure": job_measure}
+JOBS = {"fingerprint": job_fingerprint, "machine": job_machine, "reference": job_reference,
+        "check": job_check, "measure": job_measure}
 
 
 def main(ctx: JobContext) -> None:

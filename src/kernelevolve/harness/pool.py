@@ -87,6 +87,7 @@ class WorkerPool:
                         for i in range(workers)]
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._fingerprint: dict[str, Any] | None = None
+        self.machine_measurements = 0  # machine jobs this pool ran (0: figures from the cache)
         self._lock = threading.Lock()
         self._closed = False
         started: list[Worker] = []
@@ -125,8 +126,27 @@ class WorkerPool:
                     "platform": self.platform.name, "error": out.describe()}
                 facts = self.sandbox_facts
                 fp.update(network_isolated=facts.network_isolated, sandbox=facts.method)
+                if isinstance(fp.get("machine"), dict):
+                    fp["machine"] = {**fp["machine"], **self._machine_figures(fp)}
                 self._fingerprint = fp
             return dict(self._fingerprint)
+
+    def _machine_figures(self, fp: dict[str, Any]) -> dict[str, Any]:
+        """Bandwidth and peaks from this machine's cache file, or measured by a worker (once per
+        machine and toolchain) and written there. The driver alone reads and writes the cache."""
+        from kernelevolve.platforms import machine_facts
+
+        path = machine_facts.cache_path(fp)
+        cached = machine_facts.read_cached(path)
+        if cached is not None:
+            return {**cached, "cached": True}
+        out = self.run("machine", {})
+        if out.status != "ok" or not out.result or not isinstance(out.result.get("machine"), dict):
+            return {"error": "measuring the machine failed: " + out.describe()}
+        figures = dict(out.result["machine"])
+        self.machine_measurements += 1
+        why = machine_facts.write_cached(path, figures)
+        return {**figures, "cached": False, **({"cache_error": why} if why else {})}
 
     def close(self) -> None:
         if not self._closed:

@@ -124,7 +124,17 @@ class Platform:
             fp["cxx"] = compiler_version()
         except Exception as exc:  # noqa: BLE001 - a missing compiler is a fact, not a crash
             fp["cxx"] = f"unavailable ({exc})"
+        from kernelevolve.platforms.machine_facts import static_facts
+
+        fp["machine"] = static_facts()  # caches, cores, page policy; the pool adds the figures
         return fp
+
+    def measure_machine(self, threads: int) -> dict[str, Any]:
+        """Memory bandwidth and peak FLOP/s of what this platform computes on (about a second;
+        the pool caches them per machine). Runs in the worker, like `fingerprint`."""
+        from kernelevolve.platforms.machine_facts import measure_cpu
+
+        return measure_cpu(threads)
 
 
 def _triton_version() -> str | None:

@@ -84,7 +84,22 @@ class CudaPlatform(Platform):
                   cuda=torch.version.cuda, hip=getattr(torch.version, "hip", None),
                   driver=_driver_version(), nvcc=_tool_version("nvcc"),
                   capability=".".join(map(str, torch.cuda.get_device_capability())))
+        fp["machine"]["gpu"] = _gpu_properties()
         return fp
+
+    def measure_machine(self, threads: int) -> dict[str, Any]:
+        from kernelevolve.platforms.machine_facts import measure_cuda
+
+        return measure_cuda()
+
+
+def _gpu_properties() -> dict[str, Any]:
+    from kernelevolve.platforms.machine_facts import gpu_properties
+
+    try:
+        return gpu_properties()
+    except Exception as exc:  # noqa: BLE001 - an odd torch build: a fact, not a crash
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def _driver_version() -> str | None:

@@ -6,7 +6,7 @@ import glob
 from typing import Any
 
 from kernelevolve.platforms.base import Platform
-from kernelevolve.platforms.cuda import CudaPlatform, EventTimer, _tool_version
+from kernelevolve.platforms.cuda import CudaPlatform, EventTimer, _gpu_properties, _tool_version
 
 
 class RocmPlatform(Platform):
@@ -44,4 +44,7 @@ class RocmPlatform(Platform):
         names = [torch.cuda.get_device_name(i) for i in range(count)]
         fp.update(device=names[0] if names else None, device_count=count, devices=names,
                   hip=torch.version.hip, hipcc=_tool_version("hipcc"))
+        fp["machine"]["gpu"] = _gpu_properties()
         return fp
+
+    measure_machine = CudaPlatform.measure_machine

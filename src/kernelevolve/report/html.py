@@ -169,14 +169,24 @@ def _trajectory_body(nodes: list[dict], best_id: int | None,
 def _cases_table(cases: list[dict]) -> str:
     if not cases:
         return '<p class="muted">No per-case timings for the best kernel.</p>'
+    from kernelevolve.harness.roofline import sol_text
+
+    sol = any(c.get("sol_fraction") is not None for c in cases)
     head = ("<tr><th>case</th><th class=num>weight</th><th class=num>reference ms</th>"
-            "<th class=num>candidate ms</th><th class=num>speedup</th></tr>")
+            "<th class=num>candidate ms</th><th class=num>speedup</th>"
+            + ("<th class=num>speed of light</th><th class=num>limit ms</th>"
+               "<th class=num>GB/s</th><th class=num>GFLOP/s</th>" if sol else "") + "</tr>")
     rows = "".join(
         f"<tr><td class=mono>{esc(c.get('name'))}</td>"
         f"<td class=num>{esc(_num(c.get('weight'), 'g'))}</td>"
         f"<td class=num>{esc(_num(c.get('ref_ms'), '.4g'))}</td>"
         f"<td class=num>{esc(_num(c.get('cand_ms'), '.4g'))}</td>"
-        f"<td class=num>{esc(fmt_x(c.get('speedup')))}</td></tr>" for c in cases)
+        f"<td class=num>{esc(fmt_x(c.get('speedup')))}</td>"
+        + (f"<td class=num>{esc(sol_text(c))}</td>"
+           f"<td class=num>{esc(_num(c.get('sol_ms'), '.3g'))}</td>"
+           f"<td class=num>{esc(_num(c.get('achieved_gbs'), '.3g'))}</td>"
+           f"<td class=num>{esc(_num(c.get('achieved_gflops'), '.3g'))}</td>" if sol else "")
+        + "</tr>" for c in cases)
     return f"<table>{head}{rows}</table>"
 
 
@@ -281,6 +291,9 @@ def render_html(summary: dict) -> str:
         _section("All nodes", _nodes_table(nodes, best_id) or
                  '<p class="muted">No nodes.</p>', "nodes"),
         _section("Cost by model", _kv_table(by_model, "No LLM calls."), "cost") if by_model else "",
+        _section("Machine", "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in s["machine"])
+                 + "</ul>", "machine", "measured where the kernels were timed")
+        if s.get("machine") else "",
         _section("Platform fingerprint", _kv_table(s.get("fingerprint"),
                  "No fingerprint recorded."), "fingerprint"),
     ]

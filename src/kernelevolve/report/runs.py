@@ -66,6 +66,22 @@ def delete_runs(workspace: Path, run_ids: list[str], status: str | None) -> None
         print(f"deleted run {run_id} ({removed} stored objects no other run used)")
 
 
+def print_sol_cases(cases: list[dict[str, Any]], console: Console) -> None:
+    """The best node's cases with their speed of light (harness/roofline.py)."""
+    from kernelevolve.harness.roofline import sol_text
+
+    for c in cases:
+        if c.get("cand_ms") is None:
+            continue
+        line = f"  {c['name']}: {c['cand_ms']:.4g} ms"
+        if c.get("speedup") is not None:
+            line += f", {c['speedup']:.2f}x"
+        if c.get("sol_fraction") is not None:
+            line += (f", SOL {sol_text(c)} (limit {c['sol_ms']:.3g} ms; "
+                     f"{c['achieved_gbs']:.3g} GB/s, {c['achieved_gflops']:.3g} GFLOP/s)")
+        console.print(line, highlight=False)
+
+
 def print_summary(s: dict[str, Any], console: Console) -> None:
     outcome = s.get("outcome") or {}
     console.print(f"[bold]run {s['run_id']}[/] · {s['status']} · {s['platform']} · {s['problem']}")
@@ -75,7 +91,10 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     if s.get("best"):
         b = s["best"]
         measured = "re-measured" if outcome.get("speedup") is not None else "search-time"
-        console.print(f"best: node {b['node_id']}, {b['speedup']:.3f}x ({measured})")
+        console.print(f"best: node {b['node_id']}, {b['speedup']:.3f}x ({measured})"
+                      + (f", {b['sol_fraction']:.0%} of speed of light"
+                         if b.get("sol_fraction") is not None else ""))
+        print_sol_cases(s.get("best_cases") or [], console)
     from kernelevolve.report.summary import failure_line, measurement_notes
 
     for note in measurement_notes(s) + [failure_line(s.get("llm_failures")) or ""]:
@@ -91,6 +110,8 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
         usd = "unknown" if m["dollars"] is None else f"${m['dollars']:.4f}"
         console.print(f"  {model}: {m['calls']} calls ({m['failed']} failed), "
                       f"{m['tokens_in']} in / {m['tokens_out']} out tokens, {usd}")
+    if s.get("machine"):
+        console.print("machine: " + "; ".join(s["machine"]), highlight=False, soft_wrap=True)
     if s.get("synth_coverage"):
         console.print("synthesizer coverage:\n" + s["synth_coverage"], highlight=False)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")

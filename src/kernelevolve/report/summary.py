@@ -3,7 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelevolve.platforms.machine_facts import machine_lines
+
 STAGE_KEYS = ("static", "load", "run", "correctness", "integrity", "timing")
+# Speed-of-light fields of a case (types.CaseResult, harness/roofline.py)
+SOL_KEYS = ("bytes_moved", "flops", "sol_ms", "sol_bound", "sol_fraction", "achieved_gbs",
+            "achieved_gflops")
 
 
 def run_summary(run: Any) -> dict[str, Any]:
@@ -31,8 +36,10 @@ def run_summary(run: Any) -> dict[str, Any]:
                 "fitness": node["fitness"], "interval": outcome.get("interval")}
         best_source = store.source(run.id, best_id)
         result = _final_result(store, run.id, best_id) or store.evaluation(run.id, best_id) or {}
-        best_cases = [{k: c.get(k) for k in ("name", "weight", "ref_ms", "cand_ms", "speedup")}
+        best_cases = [{k: c.get(k) for k in ("name", "weight", "ref_ms", "cand_ms", "speedup",
+                                             *SOL_KEYS)}
                       for c in result.get("cases", []) if not c.get("held_out")]
+        best["sol_fraction"] = result.get("sol_fraction")
     return {
         "run_id": run.id, "status": rec.status, "problem": rec.problem_path,
         "platform": rec.platform, "created": rec.created, "elapsed_s": rec.elapsed_s,
@@ -41,6 +48,7 @@ def run_summary(run: Any) -> dict[str, Any]:
         "evaluations": store.eval_count(run.id), "nodes": nodes,
         "cost": llm_cost(store, run.id), "llm_failures": llm_failures(store, run.id),
         "fingerprint": rec.fingerprint or {}, "config": rec.config,
+        "machine": machine_lines(rec.fingerprint),
         "best_source": best_source, "best_cases": best_cases,
         "reference_source": _source_or_none(store, run.id, 0),
         "best_diff": _best_diff(store, run.id, nodes, best_id, best_source),

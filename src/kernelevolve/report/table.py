@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kernelevolve.harness.roofline import sol_text
 from kernelevolve.types import EvalResult
 
 
@@ -17,13 +18,14 @@ def _fmt(value: float | None, spec: str = ".4g", unit: str = "") -> str:
 
 def case_table(result: EvalResult) -> Table:
     show_compile = any(c.compile_ms is not None for c in result.cases)
+    show_sol = any(c.sol_fraction is not None for c in result.cases)
     title = Path(result.problem).parent.name if Path(result.problem).stem == "problem" \
         else Path(result.problem).stem
     table = Table(title=f"{title} · {result.platform} · {result.language}", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     table.add_column("case", overflow="fold")
     for col in ("w", "ok", "abs err", "rel err", "eager ms", *(["compile ms"] if show_compile
-                else []), "cand ms", "speedup", "95% CI"):
+                else []), "cand ms", "speedup", "95% CI", *(["SOL"] if show_sol else [])):
         table.add_column(col, justify="right", no_wrap=True)
     for c in result.cases:
         correct = {True: Text("yes", "green"), False: Text("NO", "bold red"), None: Text("-")}[c.correct]
@@ -33,6 +35,8 @@ def case_table(result: EvalResult) -> Table:
         if show_compile:
             row.append(_fmt(c.compile_ms, ".3f"))
         row += [_fmt(c.cand_ms, ".3f"), _fmt(c.speedup, ".2f", "x"), ci]
+        if show_sol:  # fraction of the machine's speed of light (harness/roofline.py)
+            row.append(sol_text(c))
         table.add_row(*row)
     return table
 

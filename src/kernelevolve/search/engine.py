@@ -270,12 +270,14 @@ class SearchEngine:
             return
         node.status, node.stage = "done", result.get("stage")
         node.fitness, node.speedup = result.get("fitness"), result.get("speedup")
+        node.sol_fraction = result.get("sol_fraction")
         node.meta["reason"] = (result.get("reason") or "")[:2000]
         node.order = self.progress.evals
         self.hooks.record(node, result, wall)
         self.policy.update(self.graph, node)
         best = self.graph.best()
-        self.progress.note_evaluation(best.fitness if best else None)
+        self.progress.note_evaluation(best.fitness if best else None,
+                                      best.sol_fraction if best else None)
         self._stalled = False  # a new result: operators may have more to offer
         self.progress.exhausted = False
         self.on_change()

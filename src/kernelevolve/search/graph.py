@@ -25,6 +25,7 @@ class Node:
     speedup: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     order: int | None = None            # completion order among evaluations (0, 1, ...)
+    sol_fraction: float | None = None   # weighted fraction of the machine's speed of light
 
     @property
     def evaluated(self) -> bool:

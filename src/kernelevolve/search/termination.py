@@ -14,6 +14,7 @@ class Budgets:
     plateau_evals: int | None = 30       # stop after this many evaluations without ...
     plateau_gain: float = 0.02           # ... a relative improvement of the best above this
     target_speedup: float | None = None
+    stop_at_sol: float | None = None     # the best node's weighted speed-of-light fraction
 
 
 @dataclass
@@ -24,11 +25,13 @@ class Progress:
     cost: float = 0.0
     tokens: int = 0
     best_by_eval: list[float] = field(default_factory=list)  # best fitness after each evaluation
+    best_sol: float | None = None        # the best node's sol_fraction (harness/roofline.py)
     exhausted: bool = False              # no operator has anything left to propose
 
-    def note_evaluation(self, best_fitness: float | None) -> None:
+    def note_evaluation(self, best_fitness: float | None, best_sol: float | None = None) -> None:
         self.evals += 1
         self.best_by_eval.append(best_fitness or 0.0)
+        self.best_sol = best_sol
 
 
 def should_stop(b: Budgets, p: Progress) -> str | None:
@@ -44,6 +47,9 @@ def should_stop(b: Budgets, p: Progress) -> str | None:
     best = p.best_by_eval[-1] if p.best_by_eval else 0.0
     if b.target_speedup is not None and best >= b.target_speedup:
         return f"target speedup reached ({best:.3g}x >= {b.target_speedup:g}x)"
+    if b.stop_at_sol is not None and p.best_sol is not None and p.best_sol >= b.stop_at_sol:
+        return (f"speed of light reached: the best node runs at {p.best_sol:.0%} of this "
+                f"machine's speed of light (>= {b.stop_at_sol:.0%}, --stop-at-sol)")
     if b.plateau_evals and best > 0 and len(p.best_by_eval) > b.plateau_evals:
         then = p.best_by_eval[-1 - b.plateau_evals]
         if then > 0 and best / then - 1 < b.plateau_gain:
