@@ -32,6 +32,15 @@ answers `Reply()` ("ok") forever. `server.push(...)` appends to the script mid-t
 `handler=fn`: fn(request_json: dict) -> Reply | str is called for every request instead (use
 `prompt_of(request_json)` to see the prompt text), e.g. to answer depending on the prompt.
 
+Tool calling: `Reply(tool_calls=[{"name": "compile", "arguments": {"source": ...}}])` answers
+with native tool calls in the request's protocol (OpenAI `message.tool_calls`, finish_reason
+"tool_calls"; Anthropic `tool_use` content blocks, stop_reason "tool_use"); `text` may go with
+them. Ids are made up ("call_N" / "toolu_N") unless an item gives "id". What the client sent back
+is on the request: `request.tool_results` ([(tool call id, result text)], either protocol) and
+`request.tools` (the names of the tools offered). `ScriptedServer(..., reject_tools=True)`
+answers every request that carries `tools` with a protocol-shaped 400 ("tools are not supported
+by this server", as servers without tool calling do) without consuming the script.
+
 The server runs in a daemon thread, binds 127.0.0.1 on a free port, and never touches the
 network. Delayed replies (`Reply(delay_s=...)`) are cut short when the server closes, so a
 timeout test does not hold up teardown.
@@ -74,6 +83,7 @@ class Reply:
     finish_reason: str | None = None  # default: "stop" (OpenAI) / "end_turn" (Anthropic)
     tokens_in: int | None = None
     tokens_out: int | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"name", "arguments"[, "id"]}
 
 
 @dataclass
@@ -92,12 +102,33 @@ class RecordedRequest:
         """System and user text of the request, joined (for `"..." in request.prompt`)."""
         return prompt_of(self.json)
 
+    @property
+    def tools(self) -> list[str]:
+        """Names of the tools the request offered (either protocol)."""
+        body = self.json if isinstance(self.json, dict) else {}
+        return [t.get("name") or t.get("function", {}).get("name") for t in body.get("tools", [])]
+
+    @property
+    def tool_results(self) -> list[tuple[str, str]]:
+        """(tool call id, result text) for every tool result the request sends back: OpenAI
+        role "tool" messages, Anthropic `tool_result` blocks."""
+        out = []
+        body = self.json if isinstance(self.json, dict) else {}
+        for m in body.get("messages", []):
+            if m.get("role") == "tool":
+                out.append((m.get("tool_call_id"), _text_of(m.get("content"))))
+            elif isinstance(m.get("content"), list):
+                out += [(b.get("tool_use_id"), _text_of(b.get("content")))
+                        for b in m["content"] if b.get("type") == "tool_result"]
+        return out
+
 
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content blocks [{"type": "text", "text": ...}]
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+        return "\n".join(b.get("text", "") if b.get("type") != "tool_result"
+                         else _text_of(b.get("content")) for b in content if isinstance(b, dict))
     return ""
 
 
@@ -122,11 +153,13 @@ class ScriptedServer:
     `max_in_flight` (the most requests the server was handling at the same moment).
     """
 
-    def __init__(self, script: Script | None = None, *, handler: Handler | None = None):
+    def __init__(self, script: Script | None = None, *, handler: Handler | None = None,
+                 reject_tools: bool = False):
         if script is not None and handler is not None:
             raise ValueError("give a script or a handler, not both")
         self._script = [Reply(text=r) if isinstance(r, str) else r for r in (script or [])]
         self._handler = handler
+        self.reject_tools = reject_tools
         self._last: Reply = Reply()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -222,17 +255,28 @@ def _success_body(protocol: str, reply: Reply, request_json: dict, rid: int) -> 
     t_in = reply.tokens_in if reply.tokens_in is not None else _approx_tokens(
         prompt_of(request_json))
     t_out = reply.tokens_out if reply.tokens_out is not None else _approx_tokens(reply.text)
+    calls = reply.tool_calls
     if protocol == "openai":
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if calls:
+            message["content"] = reply.text or None
+            message["tool_calls"] = [
+                {"id": c.get("id") or f"call_{rid}_{i}", "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+                for i, c in enumerate(calls)]
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
         return {"id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
                 "model": model,
-                "choices": [{"index": 0, "finish_reason": reply.finish_reason or "stop",
-                             "message": {"role": "assistant", "content": reply.text}}],
+                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                 "usage": {"prompt_tokens": t_in, "completion_tokens": t_out,
                           "total_tokens": t_in + t_out}}
+    content = [{"type": "text", "text": reply.text}] if reply.text or not calls else []
+    content += [{"type": "tool_use", "id": c.get("id") or f"toolu_{rid}_{i}", "name": c["name"],
+                 "input": c.get("arguments", {})} for i, c in enumerate(calls)]
     return {"id": f"msg_{rid:08d}", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": reply.text}],
-            "stop_reason": reply.finish_reason or "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": t_in, "output_tokens": t_out}}
+            "content": content,
+            "stop_reason": reply.finish_reason or ("tool_use" if calls else "end_turn"),
+            "stop_sequence": None, "usage": {"input_tokens": t_in, "output_tokens": t_out}}
 
 
 def _error_body(protocol: str, status: int) -> dict:
@@ -271,6 +315,11 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                                       arrived=arrived)
             server._enter(request)
             try:
+                if server.reject_tools and isinstance(body, dict) and body.get("tools"):
+                    out = _error_body(protocol, 400)
+                    out["error"]["message"] = "tools are not supported by this server"
+                    self._send(400, out, {})
+                    return
                 reply = server._next_reply(body)
                 if reply.delay_s > 0 and server._closing.wait(reply.delay_s):
                     return  # server closing: abandon the reply

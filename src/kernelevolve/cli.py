@@ -195,6 +195,11 @@ def optimize_cmd(
     llm_max_failures: Optional[int] = typer.Option(
         None, "--llm-max-failures", metavar="N",
         help="Stop the run after this many failed LLM calls in a row (4)."),
+    agent: bool = typer.Option(False, "--agent",
+                               help="Let the LLM compile, check, time and profile candidates "
+                                    "(one case, sandboxed, not counted) before it submits."),
+    agent_turns: Optional[int] = typer.Option(None, "--agent-turns", metavar="N",
+                                              help="Model calls per proposal with --agent (6)."),
     language: Optional[str] = typer.Option(None, metavar="NAME",
                                            help="Language the LLM writes: cpp, triton, python, "
                                                 "cuda-cpp, hip (cpp on cpu, triton on gpus)."),
@@ -226,6 +231,7 @@ def optimize_cmd(
                  "workers": workers, "seed": seed,
                  "llm": llm, "llm_base_url": llm_base_url, "llm_api_key_env": llm_api_key_env,
                  "llm_max_failures": llm_max_failures,
+                 "agent": agent or None, "agent_turns": agent_turns,
                  "language": language, "notes": [str(n) for n in notes or []] or None,
                  "allow_no_kernel": allow_no_kernel or None, "strict": strict or None,
                  "executor": executor, "ray_address": ray_address,

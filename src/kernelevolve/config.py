@@ -40,6 +40,8 @@ class RunConfig:
         min_reps=30, min_time_s=1.0, max_time_s=6.0))
     sandbox: str | None = None
     stage_timeout: float | None = None       # seconds for load/run/timing; None: scaled defaults
+    agent: bool = False                      # the LLM may call tools before it submits
+    agent_turns: int = 6                     # model calls per proposal in agent mode
     llm: dict[str, Any] | None = None        # LLMConfig.to_dict(): provider, model, base_url...
     language: str | None = None              # what the LLM writes; default per platform
     notes: list[str] = field(default_factory=list)  # extra knowledge-note folders
@@ -78,6 +80,10 @@ class RunConfig:
                 isinstance(b.stop_at_sol, (int, float)) and 0 < b.stop_at_sol <= 1)):
             raise UsageError(f"--stop-at-sol {b.stop_at_sol}: a fraction of the speed of light, "
                              "above 0 and at most 1 (e.g. 0.6)")
+        if self.agent_turns < 1:
+            raise UsageError(f"--agent-turns {self.agent_turns}: at least 1 turn is needed")
+        if self.agent and "llm" not in self.operators:
+            raise UsageError("--agent needs the llm operator: pass --llm PROVIDER:MODEL")
         if self.stage_timeout is not None and not self.stage_timeout > 0:
             raise UsageError(f"--stage-timeout {self.stage_timeout}: must be a positive number "
                              "of seconds")
@@ -88,6 +94,7 @@ class RunConfig:
 _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", "notes",
               "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address",
               "stage_timeout"}
+_FLAT_KEYS |= {"agent", "agent_turns"}  # the LLM's tool loop (operators/agent.py)
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup",
                 "stop_at_sol": "stop_at_sol"}

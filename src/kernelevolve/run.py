@@ -8,6 +8,7 @@ finalists and stores the outcome.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import secrets
 import time
@@ -160,6 +161,7 @@ class Run:
             "starting evaluation actors on the Ray cluster")
         options = EvalOptions(timing=cfg.search_timing, integrity=IntegrityPolicy(
             allow_no_kernel=cfg.allow_no_kernel, strict=cfg.strict))
+        self._search_options = options  # the agent's tool evaluations restrict these
         from kernelevolve.executors import make_executor
 
         llm_config = self._llm_config()
@@ -214,6 +216,8 @@ class Run:
         self.store.add_event(self.id, "executor_started", executor.describe())
         meter = CostMeter(self.store, self.id)
         deps = self._operator_deps(problem.path, llm_config, meter)
+        if cfg.agent and llm_config is not None:
+            deps.agent = self._agent_settings(executor, problem, meter)
         self.store.set_run_status(self.id, "running")
         graph = self.graph()
         self.live_graph = graph
@@ -261,6 +265,42 @@ class Run:
         paths = learn_from_run(self, graph, outcome, fp, learned)
         for path in paths:
             self.store.add_event(self.id, "learned_note", {"path": str(path)})
+
+    def _agent_settings(self, executor, problem, meter):
+        """The LLM's tool loop (`--agent`): tool evaluations go through the same executor (so
+        the same sandbox and gates) as nodes, restricted to one case; each is recorded as a
+        `tool_evaluation` event, never becomes a node and never counts toward --max-evals."""
+        from kernelevolve.operators.agent import AgentSettings
+
+        budgets = self.config.budgets
+        folder = self._dir() / "tools"
+
+        async def evaluate(source: str, tool: str, only_cases: tuple,
+                           stop_after: str | None) -> dict[str, Any]:
+            digest = hashlib.sha256(source.encode()).hexdigest()
+            path = folder / f"{digest[:16]}.py"
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(source)
+            options = dataclasses.replace(self._search_options, only_cases=tuple(only_cases),
+                                          stop_after=stop_after)
+            try:
+                result = (await executor.evaluate(problem, path, options)).to_dict()
+            except (InfraError, UsageError) as exc:
+                result = {"error": str(exc)}
+            self.store.add_event(self.id, "tool_evaluation", {
+                "tool": tool, "source_hash": digest, "path": str(path),
+                "only_cases": list(only_cases), "stop_after": stop_after, "result": result})
+            return result
+
+        def over_budget() -> str | None:
+            if budgets.max_cost is not None and meter.cost_usd >= budgets.max_cost:
+                return f"cost budget reached (${budgets.max_cost:g})"
+            if budgets.max_tokens is not None and meter.tokens >= budgets.max_tokens:
+                return f"token budget reached ({budgets.max_tokens} tokens)"
+            return None
+
+        return AgentSettings(evaluate=evaluate, turns=self.config.agent_turns,
+                             over_budget=over_budget)
 
     async def _evaluate(self, executor, problem, node: Node) -> dict[str, Any]:
         path = self._dir() / "nodes" / f"node{node.id}.py"

@@ -113,6 +113,10 @@ class EvalResult:
     # Which executor and node measured it (`fingerprint` describes that node's machine): executor,
     # hostname; with Ray also node_id, node_ip, actor_id and attempts (2+ after a re-queue).
     measured_on: dict[str, Any] = field(default_factory=dict)
+    # A restricted evaluation (an agent's tool call; EvalOptions.only_cases / stop_after):
+    # {"only_cases": [...], "stopped_after": "load" | "integrity" | None}. Empty for a full one.
+    # `accepted` then means "passed every gate it ran", never a verdict on the whole problem.
+    partial: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:

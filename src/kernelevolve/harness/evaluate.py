@@ -29,6 +29,9 @@ from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
 from kernelevolve.types import CaseResult, EvalResult
 
 BASELINES = ("eager", "compile")
+# Where a restricted evaluation may stop: after the candidate compiled and loaded (the check
+# job imports it; the reference job is skipped), or after the integrity gate (no timing).
+STOP_AFTER = ("load", "integrity")
 
 
 @dataclass
@@ -48,6 +51,11 @@ class EvalOptions:
     held_out: bool = True           # derive an odd-sized case when the problem declares none
     integrity: IntegrityPolicy = field(default_factory=IntegrityPolicy)
     timing: TimingPolicy = field(default_factory=TimingPolicy)
+    # Restricted evaluations (the LLM agent's tools): only these cases (names from the problem's
+    # CASES, or the derived held-out case), and/or stop after a gate. Their results carry
+    # `partial` and never become search nodes.
+    only_cases: tuple[str, ...] = ()
+    stop_after: str | None = None
 
     def validate(self) -> None:
         if self.trials < 3:
@@ -56,6 +64,23 @@ class EvalOptions:
             raise UsageError(f"--baseline {self.baseline!r}: choose one of {', '.join(BASELINES)}")
         if self.measurement not in ("outside", "inprocess"):
             raise UsageError(f"measurement {self.measurement!r}: choose outside or inprocess")
+        if self.stop_after is not None and self.stop_after not in STOP_AFTER:
+            raise UsageError(f"stop_after {self.stop_after!r}: choose one of "
+                             f"{', '.join(STOP_AFTER)} (or none, for the whole evaluation)")
+        if isinstance(self.only_cases, str) or not all(
+                isinstance(c, str) and c for c in self.only_cases):
+            raise UsageError(f"only_cases {self.only_cases!r}: a tuple of case names")
+
+    def check_cases(self, problem: Problem) -> None:
+        """Every name in only_cases must be one of the problem's cases (or the held-out one)."""
+        if not self.only_cases:
+            return
+        held = derive_held_out(problem) if self.held_out else None
+        known = [c.name for c in problem.cases] + ([held.name] if held else [])
+        unknown = [c for c in self.only_cases if c not in known]
+        if unknown:
+            raise UsageError(f"only_cases: unknown case {unknown[0]!r}; the problem's cases: "
+                             f"{', '.join(known)}")
 
 
 class Evaluator:
@@ -94,6 +119,7 @@ class Evaluator:
         say = progress or (lambda _msg: None)
         started = time.monotonic()
         prob = problem if isinstance(problem, Problem) else load_problem(problem)
+        opts.check_cases(prob)
         cand_path = Path(candidate)
         if not cand_path.is_file():
             raise CandidateError(f"{cand_path}: no such candidate file; pass the path of a .py "
@@ -104,6 +130,9 @@ class Evaluator:
                             source_hash=hashlib.sha256(source.encode()).hexdigest(),
                             baseline=opts.baseline,
                             cases=[CaseResult(c.name, c.weight) for c in prob.cases])
+        if opts.only_cases or opts.stop_after:
+            result.partial = {"only_cases": list(opts.only_cases),
+                              "stopped_after": opts.stop_after}
         run = _Run(self, prob, cand_path, opts, result, say)
         try:
             run.execute(source)
@@ -124,6 +153,10 @@ class _Run:
         held = derive_held_out(prob) if opts.held_out else None
         if held is not None:
             self.cases.append(held)
+        if opts.only_cases:
+            self.cases = [c for c in self.cases if c.name in opts.only_cases]
+        if opts.stop_after == "load":  # no reference job: the candidate need only load
+            result.cases = [CaseResult(c.name, c.weight, held_out=c.held_out) for c in self.cases]
         self.init_seed = self.rng.randrange(1, 2**31)
         self.seeds = self._draw(opts.trials)
         self.post_seeds = self._draw(opts.post_trials)
@@ -147,6 +180,14 @@ class _Run:
         self.result.accepted, self.result.stage, self.result.reason = False, stage, reason
         self.result.fitness = 0.0
 
+    def stop(self, after: str, detail: str = "") -> None:
+        """A restricted evaluation that passed every gate it ran (see EvalOptions.stop_after)."""
+        self.result.accepted, self.result.stage, self.result.measured = True, "accepted", False
+        self.result.speedup = self.result.fitness = None
+        names = ", ".join(c.name for c in self.cases)
+        self.result.reason = (f"passed the gates through {after} on case(s) {names}; stopped "
+                              "there as asked (a partial evaluation, not a verdict)" + detail)
+
     def execute(self, source: str) -> None:
         ev, result = self.ev, self.result
         self.say("static gate")
@@ -165,8 +206,9 @@ class _Run:
                                   f"{report.language} on {ev.platform.name}") + "), which the "
                                "harness allows only where Landlock (Linux 5.13+) can confine the "
                                "compiler's writes to the job's folder; this kernel has none")
-        self.say("reference outputs")
-        self.reference = self._reference()
+        if self.opts.stop_after != "load":
+            self.say("reference outputs")
+            self.reference = self._reference()
         self.say("candidate outputs")
         check = ev.pool.run("check", {**self._params(self.cases), "seeds": self.seeds,
                                       "neuter_seeds": self.neuter_seeds})
@@ -179,7 +221,12 @@ class _Run:
             return self.reject("load", refused.get("message") or "library inspection refused "
                                                                  "a compiled library")
         if check.status != "ok":
-            return self.reject(*self._failure(check))
+            stage, reason = self._failure(check)
+            if self.opts.stop_after == "load" and stage != "load":
+                return self.stop("load", f"; then at {stage}: {reason.splitlines()[0][:300]}")
+            return self.reject(stage, reason)
+        if self.opts.stop_after == "load":
+            return self.stop("load")
         cases = check.result["cases"]
         self.say("correctness")
         if not self._correct(cases, "outputs", self.seeds, 0, record=True):
@@ -187,6 +234,10 @@ class _Run:
         self.say("integrity")
         if not self._integrity(cases):
             return
+        if self.opts.stop_after == "integrity":
+            return self.stop("integrity")
+        if not [c for c in self.cases if not c.held_out]:
+            return self.stop("integrity", " (held-out cases are checked, never timed)")
         if not ev.platform.measures(result.language):
             result.accepted, result.stage, result.measured = True, "accepted", False
             result.speedup, result.fitness = None, None

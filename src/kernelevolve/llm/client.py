@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib
+import json
 import os
 import random
 import time
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernelevolve.errors import KernelevolveError
-from kernelevolve.llm import quirks
+from kernelevolve.llm import quirks, tools
 from kernelevolve.llm.prices import cost_usd
 from kernelevolve.llm.retry import Failure, backoff_s, classify
 from kernelevolve.llm.spec import LLMConfig
@@ -66,6 +67,8 @@ class Completion:
     cost_usd: float | None
     attempts: int
     finish_reason: str | None
+    tool_calls: tuple = ()  # llm.tools.ToolCall, from converse(); () from complete()
+    tools_mode: str | None = None  # converse(): "native" or "text" (the plain-text fallback)
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ class CallRecord:
 
     `response` is None and `error` holds the one-line reason when the call failed. latency_s
     covers all attempts and the waits between them (not the wait for a concurrency slot).
+    A converse() call (the agent's tool loop) also keeps the whole transcript it sent
+    (`messages`, protocol-neutral: see llm/tools.py), the tool calls of the reply and the mode;
+    `user` is then the transcript's first user message.
     """
 
     ts: float
@@ -88,6 +94,9 @@ class CallRecord:
     cost_usd: float | None
     attempts: int
     error: str | None
+    messages: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tools_mode: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -95,6 +104,24 @@ class CallRecord:
 
 class _NoChoices(Exception):
     """A 200 reply without choices (seen from overloaded proxies); not retried."""
+
+
+class _ToolsRejected(Exception):
+    """A 400 about the `tools` we sent: converse() falls back to plain text."""
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What one call sends, as its CallRecord keeps it."""
+
+    system: str
+    messages: list[dict[str, Any]]
+    tools: list[Any] | None = None   # llm.tools.ToolSpec, sent natively
+    mode: str | None = None          # converse(): "native" or "text"
+
+    @property
+    def user(self) -> str:
+        return next((m["content"] for m in self.messages if m["role"] == "user"), "")
 
 
 def _load_sdk(provider: str):
@@ -176,42 +203,56 @@ class LLMClient:
             return text.replace(self._api_key, _REDACTED)
         return text
 
-    async def _request(self, client: Any, system: str, user: str, params: dict):
-        """One HTTP attempt -> (text, tokens_in, tokens_out, finish_reason)."""
+    async def _request(self, client: Any, ask: _Ask, params: dict):
+        """One HTTP attempt -> (text, tool calls, tokens_in, tokens_out, finish_reason)."""
         cfg = self.config
         if cfg.provider == "anthropic":
-            extra = {"system": system} if system else {}
             resp = await client.messages.create(
-                model=cfg.model, messages=[{"role": "user", "content": user}], **extra, **params)
-            text = "".join(getattr(b, "text", "") for b in (resp.content or [])
-                           if getattr(b, "type", None) == "text")
-            usage = resp.usage
-            tokens_in = tokens_out = None
-            if usage is not None:
-                # Prompt-cache reads and writes are input tokens too (we do not enable caching,
-                # so they are 0 or absent here).
-                tokens_in = ((usage.input_tokens or 0)
-                             + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
-                             + (getattr(usage, "cache_read_input_tokens", 0) or 0))
-                tokens_out = usage.output_tokens
-            return text, tokens_in, tokens_out, resp.stop_reason
-        messages = ([{"role": "system", "content": system}] if system else []) \
-            + [{"role": "user", "content": user}]
-        resp = await client.chat.completions.create(model=cfg.model, messages=messages, **params)
+                model=cfg.model, **tools.anthropic_kwargs(ask.system, ask.messages, ask.tools),
+                **params)
+            return tools.parse_anthropic(resp)
+        resp = await client.chat.completions.create(
+            model=cfg.model, **tools.openai_kwargs(ask.system, ask.messages, ask.tools), **params)
         if not resp.choices:
             raise _NoChoices()
-        choice = resp.choices[0]
-        usage = resp.usage
-        return (choice.message.content or "",
-                usage.prompt_tokens if usage else None,
-                usage.completion_tokens if usage else None,
-                choice.finish_reason)
+        return tools.parse_openai(resp)
 
-    # -- the call -------------------------------------------------------------------------
+    # -- the calls ------------------------------------------------------------------------
 
     async def complete(self, system: str, user: str) -> Completion:
         """Send one system + user prompt; return the reply, retrying transient failures."""
+        return await self._call(_Ask(system, [{"role": "user", "content": user}]))
+
+    async def converse(self, system: str, messages: list[dict[str, Any]],
+                       tool_specs: list[Any], turn: int = 0) -> Completion:
+        """One turn of a tool conversation (transcript format: llm/tools.py).
+
+        Native tool calling first; a server that rejects `tools` with a 400 is remembered
+        (quirk NO_TOOLS) and spoken to in plain text from then on, where the tools are described
+        in the system prompt and the reply's ```tool blocks become its tool calls.
+        """
         cfg = self.config
+        if tool_specs and tools.NO_TOOLS not in quirks.learned(cfg.provider, cfg.model,
+                                                               cfg.base_url):
+            try:
+                return await self._call(_Ask(system, messages, list(tool_specs), "native"))
+            except _ToolsRejected:
+                quirks.learn(cfg.provider, cfg.model, tools.NO_TOOLS, base_url=cfg.base_url)
+        text_system, text_messages = tools.as_text(system, messages, list(tool_specs))
+        return await self._call(_Ask(text_system, text_messages, None, "text"),
+                                record=_Ask(text_system, messages, None, "text"),
+                                text_calls_turn=turn)
+
+    async def _call(self, ask: _Ask, record: _Ask | None = None,
+                    text_calls_turn: int | None = None) -> Completion:
+        """The one request path: semaphore, retries, quirks, scrubbing, the call record.
+
+        `record` is what the CallRecord keeps when it differs from what is sent (the neutral
+        transcript of a plain-text tool conversation); `text_calls_turn` set: read tool calls
+        out of the reply's ```tool blocks.
+        """
+        cfg = self.config
+        record = record or ask
         client, sem = self._bind_loop()
         async with sem:
             ts, start = time.time(), time.monotonic()
@@ -222,8 +263,8 @@ class LLMClient:
                                                cfg.max_output_tokens, base_url=cfg.base_url)
                 try:
                     # httpx's timeout bounds each read, not the whole reply; this bounds both.
-                    text, t_in, t_out, finish = await asyncio.wait_for(
-                        self._request(client, system, user, params), cfg.timeout_s + 1.0)
+                    text, calls, t_in, t_out, finish = await asyncio.wait_for(
+                        self._request(client, ask, params), cfg.timeout_s + 1.0)
                     break
                 except asyncio.TimeoutError:
                     failure = Failure("timeout", None, f"no reply within {cfg.timeout_s:g} s")
@@ -232,7 +273,7 @@ class LLMClient:
                 except Exception as exc:
                     failure = classify(exc, self._sdk)
                     if failure is None:
-                        self._record(ts, start, system, user, None, attempts, repr(exc))
+                        self._record(ts, start, record, None, attempts, repr(exc))
                         raise
                 quirk = quirks.quirk_from_rejection(failure.status, failure.message, params)
                 if quirk is not None:
@@ -241,21 +282,27 @@ class LLMClient:
                     # this cannot loop.
                     quirks.learn(cfg.provider, cfg.model, quirk, base_url=cfg.base_url)
                     continue
+                if ask.tools and tools.rejects_tools(failure.status, failure.message):
+                    self._record(ts, start, record, None, attempts, self._error_message(
+                        failure, attempts) + "; continuing without native tool calling")
+                    raise _ToolsRejected()
                 if failure.retryable and retries < cfg.max_retries:
                     retries += 1
                     await self._sleep(backoff_s(retries, cfg.retry_base_s, cfg.retry_cap_s,
                                                 failure.retry_after_s, self._rng))
                     continue
                 error = self._error_message(failure, attempts)
-                self._record(ts, start, system, user, None, attempts, error)
+                self._record(ts, start, record, None, attempts, error)
                 raise LLMError(error, status=failure.status, attempts=attempts)
             latency = time.monotonic() - start
         text = self._scrub(text) or ""
+        if text_calls_turn is not None:
+            calls = tools.parse_text_calls(text, text_calls_turn)
         cost = cost_usd(cfg.provider, cfg.model, t_in, t_out)
-        self._record(ts, start, system, user, text, attempts, None, t_in, t_out, cost, latency)
+        self._record(ts, start, record, text, attempts, None, t_in, t_out, cost, latency, calls)
         return Completion(text=text, provider=cfg.provider, model=cfg.model, tokens_in=t_in,
                           tokens_out=t_out, latency_s=latency, cost_usd=cost, attempts=attempts,
-                          finish_reason=finish)
+                          finish_reason=finish, tool_calls=tuple(calls), tools_mode=record.mode)
 
     def _error_message(self, failure: Failure, attempts: int) -> str:
         cfg = self.config
@@ -274,17 +321,25 @@ class LLMClient:
             return self._scrub(f"{head} after {tries}: {failure.describe()}")
         return self._scrub(f"{head}: {failure.describe()}")
 
-    def _record(self, ts: float, start: float, system: str, user: str, response: str | None,
+    def _record(self, ts: float, start: float, ask: _Ask, response: str | None,
                 attempts: int, error: str | None, tokens_in: int | None = None,
                 tokens_out: int | None = None, cost: float | None = None,
-                latency: float | None = None) -> None:
+                latency: float | None = None, calls: tuple = ()) -> None:
         if self.on_call is None:
             return
         cfg = self.config
+        conversation = ask.mode is not None
         self.on_call(CallRecord(
-            ts=ts, provider=cfg.provider, model=cfg.model, system=self._scrub(system) or "",
-            user=self._scrub(user) or "", response=self._scrub(response),
+            ts=ts, provider=cfg.provider, model=cfg.model, system=self._scrub(ask.system) or "",
+            user=self._scrub(ask.user) or "", response=self._scrub(response),
             tokens_in=tokens_in, tokens_out=tokens_out,
             latency_s=time.monotonic() - start if latency is None else latency,
-            cost_usd=cost, attempts=attempts, error=self._scrub(error)))
+            cost_usd=cost, attempts=attempts, error=self._scrub(error),
+            messages=self._scrub_data(ask.messages) if conversation else None,
+            tool_calls=self._scrub_data([c.to_dict() for c in calls]) if conversation else None,
+            tools_mode=ask.mode))
+
+    def _scrub_data(self, data: Any) -> Any:
+        """_scrub over JSON-able data (a transcript, tool arguments)."""
+        return json.loads(self._scrub(json.dumps(data)) or "null")
 

@@ -5,7 +5,8 @@ target, the parent and its full evaluation, the search memory and notes retrieve
 knowledge base (operators/prompt.py). With no parent it drafts from the reference alone.
 Replies that yield no usable candidate are reported as `generation_failure` events, failed
 calls as `llm_error` events; `max_failed_calls` failed calls in a row (each one already retried
-by the client) stop the run with the last error as the reason (OperatorFailing).
+by the client) stop the run with the last error as the reason (OperatorFailing). With `agent`
+settings (`--agent`), each proposal is a tool loop instead of one call (operators/agent.py).
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ class LLMOperator:
     exhaustible = False  # an empty reply now says nothing about the next call
 
     def __init__(self, client: Any, builder: PromptBuilder, index: Any = None, *,
-                 notes_k: int = 4, max_failed_calls: int | None = None):
+                 notes_k: int = 4, max_failed_calls: int | None = None, agent: Any = None):
         self.client, self.builder, self.index, self.notes_k = client, builder, index, notes_k
+        self.agent = agent  # operators.agent.AgentSettings, or None: one call per proposal
         config = getattr(client, "config", None)
         self.max_failed_calls = max_failed_calls or getattr(config, "max_failed_calls", 4)
         self.failed_in_row, self.last_error = 0, ""
@@ -50,13 +52,14 @@ class LLMOperator:
         notes = self.retrieve(ctx, parent)
         system, user = self.builder.build(
             ProposalContext(**{**ctx.__dict__, "parents": (parent,) if parent else ()}), notes)
+        if self.agent is not None:
+            from kernelevolve.operators.agent import propose
+
+            return await propose(self, self.agent, ctx, parent, system, user, notes)
         try:
             completion = await self.client.complete(system, user)
         except LLMError as exc:
-            self.failed_in_row += 1
-            self.last_error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-            ctx.report("llm_error", {"parent": parent.node_id if parent else None,
-                                     "error": str(exc), "in_row": self.failed_in_row})
+            self.failed(ctx, parent, exc)
             return None
         self.failed_in_row = 0
         try:
@@ -70,6 +73,13 @@ class LLMOperator:
                      operator="llm", rationale=f"llm {mode}: {rationale}"[:500],
                      meta={"llm_model": completion.model,
                            "notes": [h.note.id for h in notes]})
+
+    def failed(self, ctx: ProposalContext, parent: ParentView | None, exc: Exception) -> None:
+        """A call that failed for good (already retried): an `llm_error` event, counted."""
+        self.failed_in_row += 1
+        self.last_error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        ctx.report("llm_error", {"parent": parent.node_id if parent else None,
+                                 "error": str(exc), "in_row": self.failed_in_row})
 
     def retrieve(self, ctx: ProposalContext, parent: ParentView | None) -> list[Any]:
         if self.index is None:

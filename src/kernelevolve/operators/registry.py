@@ -17,6 +17,7 @@ class OperatorDeps:
     language: str | None = None
     llm_client: Any = None
     knowledge: Any = None
+    agent: Any = None  # operators.agent.AgentSettings (`--agent`): the LLM's tool loop
 
 
 def _tune(deps: OperatorDeps) -> Operator:
@@ -34,7 +35,7 @@ def _llm(deps: OperatorDeps) -> Operator:
                          "(e.g. openai:gpt-5 or anthropic:claude-sonnet-4-5)")
     language = deps.language or DEFAULT_LANGUAGE.get(deps.platform, "cpp")
     builder = PromptBuilder(deps.problem_path, deps.platform, language)
-    return LLMOperator(deps.llm_client, builder, deps.knowledge)
+    return LLMOperator(deps.llm_client, builder, deps.knowledge, agent=deps.agent)
 
 
 def _synth(deps: OperatorDeps) -> Operator:

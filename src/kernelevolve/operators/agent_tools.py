@@ -1,0 +1,179 @@
+"""The tools an LLM may call within one proposal (`--agent`): what each one runs, what it says.
+
+compile / check / time / profile run the candidate through the run's own executor, so the same
+sandbox, gates and containment as a full evaluation, restricted to one case and stopped after a
+gate (EvalOptions.only_cases / stop_after). The run records each one as a `tool_evaluation`
+event; none becomes a search node or counts toward --max-evals. read_note reads the knowledge
+index; submit ends the loop (operators/agent.py).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable
+
+from kernelevolve.llm.tools import ToolCall, ToolSpec
+from kernelevolve.operators.reply import GenerationFailure, parse_reply
+
+# (source, tool, only_cases, stop_after) -> the EvalResult dict, or {"error": "..."} when the
+# infrastructure could not evaluate it (run.py `Run._tool_evaluator`).
+ToolEvaluate = Callable[[str, str, tuple, "str | None"], Awaitable[dict[str, Any]]]
+
+RESULT_CHARS = 4000   # a reason can be 20 000 characters; a tool result stays readable
+_SOURCE = {"type": "string", "description": "the complete Python module (defines ModelNew)"}
+_CASE = {"type": "string", "description": "a case name (default: the first case)"}
+# Fields of a result that are not figures (paths, provenance, logs) or shown elsewhere.
+_NOT_FIGURES = {"accepted", "stage", "reason", "cases", "fingerprint", "sandbox", "platform",
+                "problem", "candidate", "source_hash", "libraries", "logs", "measured_on",
+                "partial", "language", "baseline", "integrity", "fitness"}
+
+
+def specs() -> list[ToolSpec]:
+    def obj(props: dict, required: list[str]) -> dict:
+        return {"type": "object", "properties": props, "required": required}
+
+    return [
+        ToolSpec("compile", "Compile and load the module; 'ok' or the compiler's error text.",
+                 obj({"source": _SOURCE}, ["source"])),
+        ToolSpec("check", "Run the static, load, run, correctness and integrity gates on one "
+                          "case; returns the verdict, the stage and the reason.",
+                 obj({"source": _SOURCE, "case": _CASE}, ["source"])),
+        ToolSpec("time", "The full evaluation on one case: verdict and, when it passes, eager "
+                         "ms, candidate ms and speedup.",
+                 obj({"source": _SOURCE, "case": _CASE}, ["source"])),
+        ToolSpec("profile", "Every figure the harness has for an evaluation on one case; "
+                            "without a source, the last one timed.",
+                 obj({"source": _SOURCE, "case": _CASE}, [])),
+        ToolSpec("read_note", "The full text of a knowledge note, by title or id.",
+                 obj({"title": {"type": "string"}}, ["title"])),
+        ToolSpec("submit", "Submit the final candidate; ends the conversation.",
+                 obj({"source": _SOURCE, "rationale": {
+                     "type": "string", "description": "what you changed and why it is faster"}},
+                     ["source"])),
+    ]
+
+
+class AgentTools:
+    """One proposal's tools: bound to the parent, the problem's cases and the run's evaluator."""
+
+    def __init__(self, evaluate: ToolEvaluate, index: Any, cases: list[str],
+                 parent: Any = None):
+        self.evaluate, self.index, self.cases, self.parent = evaluate, index, cases, parent
+        self.last_timed: dict[str, Any] | None = None
+        if parent is not None and (parent.result or {}).get("measured"):
+            self.last_timed = parent.result
+        self.used: list[str] = []
+
+    def source_of(self, args: dict[str, Any]) -> str:
+        """The module in a `source` argument (a fenced block and SEARCH/REPLACE edits against
+        the parent are accepted too); GenerationFailure when there is none."""
+        text = args.get("source")
+        if not isinstance(text, str) or not text.strip():
+            raise GenerationFailure("no `source` argument (the complete module)")
+        if "```" in text or "<<<<<<<" in text:
+            return parse_reply(text, self.parent.source if self.parent else None)[0]
+        if "ModelNew" not in text:
+            raise GenerationFailure("the source defines no ModelNew (a fragment, not a module)")
+        return text.strip() + "\n"
+
+    async def call(self, call: ToolCall) -> str:
+        """Run one tool call (not submit) and return its result as text for the model."""
+        self.used.append(call.name or "?")
+        if call.error:
+            return f"error: {call.error}"
+        args = call.arguments
+        try:
+            if call.name == "read_note":
+                return _cap(self.read_note(str(args.get("title") or "")))
+            if call.name not in ("compile", "check", "time", "profile"):
+                known = ", ".join(s.name for s in specs())
+                return f"error: unknown tool {call.name!r}; the tools: {known}"
+            case = args.get("case") or self.cases[0]
+            if case not in self.cases:
+                return f"error: unknown case {case!r}; the cases: {', '.join(self.cases)}"
+            if call.name == "profile" and not args.get("source"):
+                if self.last_timed is None:
+                    return "nothing timed yet: pass a source to profile"
+                return _cap(profile_text(self.last_timed, case))
+            source = self.source_of(args)
+        except GenerationFailure as exc:
+            return f"error: {exc}"
+        stop = {"compile": "load", "check": "integrity"}.get(call.name)
+        result = await self.evaluate(source, call.name, (case,), stop)
+        if "error" in result and "stage" not in result:
+            return f"error: the harness could not evaluate it: {result['error']}"
+        if result.get("measured"):
+            self.last_timed = result
+        text = {"compile": compile_text, "check": check_text, "time": time_text,
+                "profile": profile_text}[call.name](result, case)
+        return _cap(text)
+
+    def read_note(self, title: str) -> str:
+        if self.index is None:
+            return "error: no knowledge index in this run"
+        want = title.strip().lower()
+        if not want:
+            return "error: give a note's title or id"
+        notes = self.index.all()
+        found = (next((n for n in notes if n.id.lower() == want or n.title.lower() == want), None)
+                 or next((n for n in notes if want in n.title.lower()), None))
+        if found is None:
+            titles = "; ".join(n.title for n in notes[:12])
+            return f"error: no note titled {title!r}; some titles: {titles}"
+        return f"# {found.title} (id {found.id})\n{found.body.strip()}"
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + "\n… (cut)"
+
+
+def _verdict(result: dict[str, Any]) -> str:
+    return "passed" if result.get("accepted") else "rejected"
+
+
+def compile_text(result: dict[str, Any], case: str) -> str:
+    if result.get("accepted"):
+        reason = result.get("reason") or ""
+        i = reason.find("; then at ")  # it loaded, and forward failed later (evaluate.py stop)
+        return "ok: compiled and loaded" + ("" if i < 0 else "\n" + reason[i + 2:])
+    return f"error at stage {result.get('stage')}:\n{result.get('reason', '')}"
+
+
+def check_text(result: dict[str, Any], case: str) -> str:
+    lines = [f"verdict: {_verdict(result)}", f"stage: {result.get('stage')}",
+             f"reason: {result.get('reason', '')}"]
+    for c in result.get("cases") or []:
+        if c.get("correct") is not None:
+            lines.append(f"case {c['name']}: correct {c['correct']}, max abs err "
+                         f"{_num(c.get('max_abs_err'))}, max rel err {_num(c.get('max_rel_err'))}")
+    return "\n".join(lines)
+
+
+def time_text(result: dict[str, Any], case: str) -> str:
+    lines = [f"verdict: {_verdict(result)}", f"stage: {result.get('stage')}"]
+    if not result.get("measured"):
+        lines.append(f"reason: {result.get('reason', '')}")
+        return "\n".join(lines)
+    for c in result.get("cases") or []:
+        if c.get("cand_ms") is not None:
+            lines.append(f"case {c['name']}: eager {_num(c.get('ref_ms'))} ms, candidate "
+                         f"{_num(c.get('cand_ms'))} ms, speedup {_num(c.get('speedup'))}x")
+    return "\n".join(lines)
+
+
+def profile_text(result: dict[str, Any], case: str) -> str:
+    """Whatever figures the result carries, generically (other fields may be added later)."""
+    lines = [time_text(result, case)]
+    for c in result.get("cases") or []:
+        figures = {k: v for k, v in c.items() if v is not None and k not in ("name", "weight")}
+        lines.append(f"case {c['name']} figures: {json.dumps(figures, default=str)}")
+    for key, value in result.items():
+        if key not in _NOT_FIGURES and value not in (None, {}, []):
+            lines.append(f"{key}: {json.dumps(value, default=str)}")
+    outside = (result.get("integrity") or {}).get("outside")
+    if outside:
+        lines.append(f"timed-process facts: {json.dumps(outside, default=str)}")
+    return "\n".join(lines)
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)

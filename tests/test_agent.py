@@ -1,0 +1,236 @@
+"""The agent's tool loop (`--agent`) end to end: local servers speaking the real OpenAI and
+Anthropic protocols with scripted tool calls, the real sandboxed harness, real g++. No real
+provider is ever contacted."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import PROBLEMS, run_cli
+from llm_servers import Reply, ScriptedServer
+
+KEY_VAR = "AGENTTESTCRED"
+SECRET = "sk-agent-test-0123456789"
+PROBLEM = PROBLEMS / "agent_affine.py"
+GOOD = '''import ctypes
+
+import torch
+import torch.nn as nn
+
+from kernelevolve.runtime import load_cpp, ptr
+
+SRC = r"""
+#include <cstdint>
+extern "C" void affine(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = 2.0f * x[i] + 1.0f;
+}
+"""
+_lib = load_cpp(SRC, name="agent_affine")
+_lib.affine.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+_lib.affine.restype = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.affine(ptr(x), ptr(y), x.numel())
+        return y
+'''
+BROKEN = GOOD.replace("2.0f * x[i]", "undeclared_scale * x[i]")
+
+
+def _call(name: str, **arguments) -> dict:
+    return {"name": name, "arguments": arguments}
+
+
+class ToolScript:
+    """compile(BROKEN) -> time(GOOD) -> submit(GOOD); then prose (no candidate) forever."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    def __call__(self, request: dict):
+        self.turn += 1
+        calls = {1: [_call("compile", source=BROKEN)],
+                 2: [_call("time", source=GOOD, case="tail_1001")],
+                 3: [_call("submit", source=GOOD, rationale="one pass, no temporaries")]}
+        if self.turn in calls:
+            return Reply(text="Let me try." if self.turn == 1 else "", tool_calls=calls[self.turn],
+                         tokens_in=100, tokens_out=10)
+        return Reply(text="Nothing more.", tokens_in=100, tokens_out=10)
+
+
+def optimize(server: ScriptedServer, ws: Path, provider: str, *extra: str, evals: int = 1):
+    proc = run_cli("optimize", str(PROBLEM), "--operator", "llm", "--agent",
+                   "--llm", f"{provider}:test-agent-model",
+                   "--llm-base-url", server.base_url_for(provider), "--llm-api-key-env", KEY_VAR,
+                   "--max-evals", str(evals), "--workspace", str(ws), "--json", str(ws / "s.json"),
+                   "--quiet", *extra, env={KEY_VAR: SECRET}, timeout=900)
+    assert (ws / "s.json").exists(), proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc, json.loads((ws / "s.json").read_text())
+
+
+def events(ws: Path, run_id: str, kind: str) -> list[dict]:
+    from kernelevolve.store import Store
+
+    return [e.data for e in Store.open(ws).events(run_id, kind)]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_tool_loop_compiles_times_and_submits(tmp_path, provider):
+    ws = tmp_path / "ws"
+    with ScriptedServer(handler=ToolScript()) as server:
+        proc, summary = optimize(server, ws, provider)
+        requests = list(server.requests)
+    assert len(requests) == 3, [r.json for r in requests]
+    assert {"compile", "check", "time", "profile", "read_note", "submit"} <= set(requests[0].tools)
+    assert requests[0].tool_results == []
+    # The compiler's error went back to the model on the wire, as the tool's result ...
+    (call_id, compiled), = requests[1].tool_results
+    assert call_id and compiled.startswith("error at stage load")
+    assert "undeclared_scale" in compiled
+    # ... and so did real timings from the real harness, for the one case asked for.
+    timed = dict(requests[2].tool_results)
+    assert len(timed) == 2  # the transcript keeps the first result too
+    last = [text for _, text in requests[2].tool_results][-1]
+    assert "verdict: passed" in last and "case tail_1001: eager" in last
+    assert "candidate" in last and "ms, speedup" in last and "n4096" not in last
+    # The submitted candidate is a node, evaluated normally on every case.
+    llm_nodes = [n for n in summary["nodes"] if n["operator"] == "llm"]
+    assert len(llm_nodes) == 1 and llm_nodes[0]["stage"] == "accepted"
+    assert llm_nodes[0]["fitness"] and llm_nodes[0]["fitness"] > 0
+    assert "llm agent draft: one pass, no temporaries" in llm_nodes[0]["rationale"]
+    # Tool evaluations are recorded, are not nodes, and do not count in --max-evals 1.
+    tools = events(ws, summary["run_id"], "tool_evaluation")
+    assert [(t["tool"], t["stop_after"], t["only_cases"]) for t in tools] == [
+        ("compile", "load", ["n4096"]), ("time", None, ["tail_1001"])]
+    assert tools[0]["result"]["stage"] == "load" and not tools[0]["result"]["accepted"]
+    assert tools[1]["result"]["accepted"] and tools[1]["result"]["partial"]["only_cases"] == [
+        "tail_1001"]
+    assert len(summary["nodes"]) == 2  # the root and the submitted candidate
+    assert "evaluation budget" in summary["stop_reason"]
+    # Every model call of the loop is an llm_call with its tool traffic, and counted.
+    calls = events(ws, summary["run_id"], "llm_call")
+    assert len(calls) == 3 and all(c["tools_mode"] == "native" for c in calls)
+    assert [c["tool_calls"][0]["name"] for c in calls] == ["compile", "time", "submit"]
+    assert calls[2]["messages"][-1]["role"] == "tool"
+    assert "verdict: passed" in calls[2]["messages"][-1]["content"]
+    assert summary["cost"]["tokens"] == 3 * 110
+    assert not any(SECRET in json.dumps(c) for c in calls)
+
+
+def test_a_model_that_never_submits_is_cut_off(tmp_path):
+    ws = tmp_path / "ws"
+    reply = Reply(text="", tool_calls=[_call("read_note", title="no such note")])
+    with ScriptedServer([reply]) as server:
+        proc, summary = optimize(server, ws, "openai", "--agent-turns", "2", evals=3)
+        requests = list(server.requests)
+    failures = events(ws, summary["run_id"], "generation_failure")
+    assert failures and all("no candidate submitted within 2 turns" in f["reason"]
+                            for f in failures)
+    assert len(requests) == 2 * len(failures)  # two turns per proposal, never a third
+    assert "last turn" in requests[1].tool_results[-1][1]  # the model was told
+    assert "no note titled 'no such note'" in requests[1].tool_results[-1][1]
+    assert [n["operator"] for n in summary["nodes"]] == ["reference"]
+    assert summary["funnel"]["generation"] == len(failures)
+    assert proc.returncode not in (1, 2) and "Traceback" not in proc.stderr
+
+
+def test_token_budget_counts_the_loop_and_stops_it(tmp_path):
+    ws = tmp_path / "ws"
+    reply = Reply(text="", tool_calls=[_call("read_note", title="x")], tokens_in=1000,
+                  tokens_out=5)
+    with ScriptedServer([reply]) as server:
+        proc, summary = optimize(server, ws, "anthropic", "--agent-turns", "6",
+                                 "--max-tokens", "2500", evals=3)
+        requests = list(server.requests)
+    assert len(requests) == 3  # the loop stopped at the budget, not after 6 turns
+    failure, = events(ws, summary["run_id"], "generation_failure")
+    assert "token budget reached" in failure["reason"]
+    assert "token budget" in summary["stop_reason"]
+    assert summary["cost"]["tokens"] == 3 * 1005
+
+
+def test_plain_text_fallback_when_the_server_rejects_tools(tmp_path):
+    ws = tmp_path / "ws"
+    block = json.dumps({"name": "compile", "arguments": {"source": BROKEN}})
+
+    def handler(request: dict):
+        results = [m for m in request["messages"] if "Result of tool" in str(m.get("content"))]
+        if not results:
+            return Reply(text=f"Trying it first.\n```tool\n{block}\n```\n")
+        return Reply(text="Fixed.\n```python\n" + GOOD + "```\n")
+
+    with ScriptedServer(handler=handler, reject_tools=True) as server:
+        proc, summary = optimize(server, ws, "openai")
+        requests = list(server.requests)
+    assert requests[0].tools and all(not r.tools for r in requests[1:])
+    assert len(requests) == 3
+    assert "```tool" in requests[1].json["messages"][0]["content"]  # tools described in text
+    compiled = requests[2].json["messages"][-1]["content"]
+    assert compiled.startswith("Result of tool compile:\nerror at stage load")
+    assert "undeclared_scale" in compiled
+    calls = events(ws, summary["run_id"], "llm_call")
+    assert "HTTP 400" in calls[0]["error"] and "without native tool calling" in calls[0]["error"]
+    assert [c["tools_mode"] for c in calls] == ["native", "text", "text"]
+    assert calls[1]["tool_calls"][0]["name"] == "compile"
+    node = next(n for n in summary["nodes"] if n["operator"] == "llm")
+    assert node["stage"] == "accepted"
+
+
+def test_converse_keeps_the_client_request_path(monkeypatch):
+    """Retries, learned quirks and the transcript in the record apply to tool calls too."""
+    from kernelevolve.llm import LLMClient, LLMConfig
+    from kernelevolve.llm.tools import ToolSpec
+
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    records = []
+    script = [Reply(status=503),
+              Reply(text="", tool_calls=[_call("compile", source="x")])]
+    with ScriptedServer(script) as server:
+        config = LLMConfig("openai", "m", base_url=server.openai_base_url, api_key_env=KEY_VAR,
+                           retry_base_s=0.001)
+        client = LLMClient(config, on_call=records.append)
+        spec = ToolSpec("compile", "compile it", {"type": "object", "properties": {
+            "source": {"type": "string"}}})
+        messages = [{"role": "user", "content": "go"}]
+        reply = asyncio.run(client.converse("sys", messages, [spec]))
+        sent = server.requests[-1].json
+    assert len(server.requests) == 2 and reply.attempts == 2
+    assert reply.tool_calls[0].name == "compile" and reply.tool_calls[0].arguments == {
+        "source": "x"}
+    assert sent["tools"][0]["function"]["name"] == "compile"
+    assert sent["messages"] == [{"role": "system", "content": "sys"},
+                                {"role": "user", "content": "go"}]
+    record, = records
+    assert record.messages == messages and record.tool_calls[0]["name"] == "compile"
+    assert dataclasses.asdict(record)["tools_mode"] == "native"
+
+
+def test_restricted_evaluations_are_validated(evaluator, tmp_path):
+    from kernelevolve.errors import UsageError
+    from kernelevolve.harness.evaluate import EvalOptions
+
+    cand = tmp_path / "good.py"
+    cand.write_text(GOOD)
+    base = evaluator.options
+    with pytest.raises(UsageError, match="unknown case 'nope'; the problem's cases: n4096, "
+                                         "tail_1001"):
+        evaluator.evaluate(PROBLEM, cand, options=dataclasses.replace(base, only_cases=("nope",)))
+    with pytest.raises(UsageError, match="stop_after 'timing': choose one of load, integrity"):
+        EvalOptions(stop_after="timing").validate()
+    result = evaluator.evaluate(PROBLEM, cand, options=dataclasses.replace(
+        base, only_cases=("tail_1001",), stop_after="integrity")).to_dict()
+    assert result["accepted"] and not result["measured"] and result["fitness"] is None
+    assert result["partial"] == {"only_cases": ["tail_1001"], "stopped_after": "integrity"}
+    assert [c["name"] for c in result["cases"]] == ["tail_1001"]
+    assert result["cases"][0]["correct"] is True
