@@ -108,7 +108,7 @@ def test_prompts_carry_the_live_context(first_run):
     assert all("tail_131x999" in p and "weight 2" in p for p in prompts)  # cases and weights
     repair = [p for p in prompts if "stage reached: load" in p]
     assert repair and "C++ compilation of" in repair[0]  # the parent's failure reason
-    assert any("## What this run has tried so far" in p and "rejected" in p for p in prompts)
+    assert any("## The run so far" in p and "rejected: load" in p for p in prompts)
     titles = {m for p in prompts for m in re.findall(r"^### (.+)$", p, re.M)}
     assert "CPU C++ with OpenMP and AVX2/AVX-512" in titles  # a retrieved curated note
     improve = [p for p in prompts if "## Parent candidate" in p and "stage reached: accepted" in p]

@@ -5,7 +5,7 @@ import pytest
 
 from kernelevolve.operators.reply import GenerationFailure, parse_reply
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
-from kernelevolve.search.memory import summarize
+from kernelevolve.search.memory import history_table
 
 MODULE = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    pass\n"
 PARENT = "X = 1\nY = 2\n\n\nclass ModelNew:\n    pass\n"
@@ -55,17 +55,19 @@ def _graph() -> SearchGraph:
 
 
 def test_memory_summarises_progress_and_failures():
-    text = summarize(_graph())
-    assert "4 candidates evaluated: 2 accepted, 2 rejected" in text
-    assert "Best so far: node 3 (llm) at 1.600x" in text
-    assert "node 3 (llm) 1.600x: blocked rows by 16" in text
-    assert "correctness x2 (nodes 2, 4)" in text
-    assert summarize(SearchGraph()) == "Nothing evaluated yet."
+    text = history_table(_graph())
+    assert "4 evaluated: 2 accepted, 2 rejected. Best: node 3 at 1.600x" in text
+    assert "| 3 | 1 | llm | blocked rows by 16 | best | 1.600x |" in text
+    assert "| 4 | 3 | llm | other | rejected: correctness | - | wrong result" in text
+    assert history_table(SearchGraph()) == "Nothing evaluated yet."
 
 
 def test_memory_respects_its_token_budget():
-    text = summarize(_graph(), budget_tokens=25)
-    assert len(text) <= 25 * 4 + 60 and "truncated" in text
+    g = _graph()
+    for i in range(5, 60):
+        g.add(Node(i, (1,), "llm", f"idea {i}", f"h{i}", "done", "accepted", 1.1, order=i))
+    text = history_table(g, budget_tokens=100)
+    assert len(text) <= 100 * 4 + 600 and "left out to fit the budget" in text
 
 
 def test_run_config_file_and_flags(tmp_path):
@@ -81,7 +83,10 @@ def test_run_config_file_and_flags(tmp_path):
     assert config.operators == ["llm", "tune"]
     assert "api_key" not in str(config.to_dict()).replace("api_key_env", "")
     default = build_config(None, {"llm": "openai:gpt-5"})
-    assert default.operators == ["synth", "llm", "tune"]  # synth drafts seed the LLM's search
+    assert default.operators == ["llm", "tune"]  # the LLM drafts, tune explores its knobs
+    assert build_config(None, {"baseline": "compile"}).baseline == "compile"
+    with pytest.raises(UsageError, match="--baseline .fast.: choose eager or compile"):
+        build_config(None, {"baseline": "fast"})
     cfg.write_text("bogus = 1\n")
     with pytest.raises(UsageError, match="unknown setting"):
         build_config(cfg, {})

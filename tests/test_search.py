@@ -257,3 +257,28 @@ def test_acceptance_needs_the_interval_to_clear_one():
     assert out["kind"] == "no_safe_improvement" and "does not clear 1" in out["message"]
     assert decide([(4, bad)], "budget")["kind"] == "no_safe_improvement"
     assert decide([], "budget")["kind"] == "no_safe_improvement"
+
+
+def test_fitness_and_final_decision_follow_the_compile_baseline():
+    """--baseline compile: fitness is the speedup over torch.compile, and so is the verdict."""
+    from kernelevolve.harness.scoring import score
+    from kernelevolve.types import CaseResult, EvalResult
+
+    data = {"ref_ms": [2.0] * 9, "cand_ms": [1.0] * 9, "compile_ms": [1.5] * 9,
+            "calls_per_batch": 1}
+    results = {}
+    for baseline in ("eager", "compile"):
+        r = EvalResult(accepted=False, stage="timing", reason="", baseline=baseline,
+                       cases=[CaseResult(name="a", weight=1.0)])
+        score(r, {"a": data})
+        results[baseline] = r
+    assert results["eager"].fitness == pytest.approx(2.0)
+    assert results["compile"].fitness == pytest.approx(1.5)
+    assert results["compile"].compile_speedup_ci[0] == pytest.approx(1.5)
+    assert "1.500x over torch.compile" in results["compile"].reason
+    final = results["compile"].to_dict()
+    eager = decide([(3, final)], "budget")
+    comp = decide([(3, final)], "budget", "compile")
+    assert eager["speedup"] == pytest.approx(2.0)
+    assert comp["speedup"] == pytest.approx(1.5) and comp["kind"] == "improved"
+    assert comp["message"].startswith("improved 1.500x over torch.compile")

@@ -159,7 +159,8 @@ def optimize_cmd(
                                            help="Platform: cpu, cuda or rocm (cpu)."),
     operator: Optional[list[str]] = typer.Option(
         None, "--operator", metavar="NAME",
-        help="Operator (repeatable): synth, tune, llm (synth and tune; with --llm also llm)."),
+        help="Operator (repeatable): synth, tune, llm (synth and tune; with --llm: llm and "
+             "tune)."),
     policy: Optional[str] = typer.Option(None, metavar="NAME",
                                          help="Selection policy: ucb, beam, greedy, random (ucb)."),
     max_evals: Optional[int] = typer.Option(None, "--max-evals", metavar="N",
@@ -176,6 +177,10 @@ def optimize_cmd(
         None, "--stop-at-sol", metavar="FRACTION",
         help="Stop once the best kernel reaches this fraction of the machine's speed of light, "
              "e.g. 0.6 (none)."),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", metavar="NAME",
+        help="What fitness is relative to: eager or compile (torch.compile of the reference, "
+             "timed in every evaluation) (eager)."),
     workers: Optional[int] = typer.Option(None, metavar="N",
                                           help="Evaluation slots: local workers (1), or Ray "
                                                "actors (the cluster's)."),
@@ -235,7 +240,7 @@ def optimize_cmd(
                  "language": language, "notes": [str(n) for n in notes or []] or None,
                  "allow_no_kernel": allow_no_kernel or None, "strict": strict or None,
                  "executor": executor, "ray_address": ray_address,
-                 "stage_timeout": stage_timeout}
+                 "stage_timeout": stage_timeout, "baseline": baseline}
         config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
         execute(run, json_path, view=view_mode(quiet, json_lines))

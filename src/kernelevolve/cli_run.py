@@ -44,8 +44,10 @@ def execute(run, json_path: Optional[Path], force: bool = False,
     drafting = {"synth", "llm"} & set(run.config.operators)
     if not run.store.nodes(run.id)[1:]:
         if drafting:
+            rest = [op for op in run.config.operators if op not in drafting]
             err_console.print(f"no seed candidate: drafting from the reference with "
-                              f"{' and '.join(sorted(drafting))}, then tuning")
+                              f"{' and '.join(sorted(drafting))}"
+                              + (f", then {', '.join(rest)}" if rest else ""))
         else:
             err_console.print("[yellow]note:[/] no seed candidate and no drafting operator "
                               "(synth, llm): the search has nothing to start from. Pass "

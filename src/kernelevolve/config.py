@@ -46,6 +46,11 @@ class RunConfig:
     language: str | None = None              # what the LLM writes; default per platform
     notes: list[str] = field(default_factory=list)  # extra knowledge-note folders
     learn: bool = True                       # write learned notes at the end of the run
+    # What fitness is relative to: eager PyTorch, or torch.compile of the reference (then every
+    # evaluation times torch.compile too). With eager and an LLM operator, torch.compile is still
+    # timed once (in the run's first evaluation) for the prompt, unless compile_figures is off.
+    baseline: str = "eager"
+    compile_figures: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -80,6 +85,8 @@ class RunConfig:
                 isinstance(b.stop_at_sol, (int, float)) and 0 < b.stop_at_sol <= 1)):
             raise UsageError(f"--stop-at-sol {b.stop_at_sol}: a fraction of the speed of light, "
                              "above 0 and at most 1 (e.g. 0.6)")
+        if self.baseline not in ("eager", "compile"):
+            raise UsageError(f"--baseline {self.baseline!r}: choose eager or compile")
         if self.agent_turns < 1:
             raise UsageError(f"--agent-turns {self.agent_turns}: at least 1 turn is needed")
         if self.agent and "llm" not in self.operators:
@@ -93,8 +100,8 @@ class RunConfig:
 
 _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", "notes",
               "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address",
-              "stage_timeout"}
-_FLAT_KEYS |= {"agent", "agent_turns"}  # the LLM's tool loop (operators/agent.py)
+              "stage_timeout", "baseline", "compile_figures",
+              "agent", "agent_turns"}  # the LLM's tool loop (operators/agent.py)
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup",
                 "stop_at_sol": "stop_at_sol"}
@@ -129,8 +136,8 @@ def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
         config.llm = LLMConfig(provider=provider, model=model,
                                base_url=values.get("llm_base_url"),
                                api_key_env=values.get("llm_api_key_env"), **extra).to_dict()
-        if "operators" not in values:  # synth drafts seed the search, the LLM improves them
-            config.operators = ["synth", "llm", "tune"]
+        if "operators" not in values:  # the LLM writes kernels, tune explores their knobs
+            config.operators = ["llm", "tune"]
     elif any(values.get(k) is not None for k in _LLM_KEYS[1:]):
         given = ["--" + k.replace("_", "-") for k in _LLM_KEYS[1:] if values.get(k) is not None]
         raise UsageError(" and ".join(given) + (" need" if len(given) > 1 else " needs")

@@ -25,9 +25,9 @@ from kernelevolve.operators.registry import OperatorDeps, make_operators
 from kernelevolve.problem import load_problem
 from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
+from kernelevolve.search.baselines import compile_known, figures
 from kernelevolve.search.engine import STOPPED_BY_FAILURES, EngineConfig, InfraError, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
-from kernelevolve.search.memory import summarize
 from kernelevolve.search.policies import make_policy
 from kernelevolve.search.termination import Progress
 from kernelevolve.store import Store
@@ -159,8 +159,7 @@ class Run:
         preflight.check_run(cfg)
         say("starting sandboxed workers" if cfg.executor == "local" else
             "starting evaluation actors on the Ray cluster")
-        options = EvalOptions(timing=cfg.search_timing, integrity=IntegrityPolicy(
-            allow_no_kernel=cfg.allow_no_kernel, strict=cfg.strict))
+        options = self._options(cfg.search_timing)
         self._search_options = options  # the agent's tool evaluations restrict these
         from kernelevolve.executors import make_executor
 
@@ -222,9 +221,17 @@ class Run:
         graph = self.graph()
         self.live_graph = graph
         hooks = StoreHooks(self)
+        self._compile_pending = False
+        self._compile_done = compile_known(
+            figures(hooks.result(n.id) for n in graph.evaluated()))
+
+        def facts() -> dict[str, Any]:
+            return {"baseline": cfg.baseline,
+                    "baselines": figures(hooks.result(n.id) for n in graph.evaluated())}
+
         engine = SearchEngine(
             graph=graph, operators=make_operators(cfg.operators, deps),
-            memory=summarize, meter=meter, fingerprint=fingerprint,
+            memory=hooks.memory, meter=meter, fingerprint=fingerprint, facts=facts,
             policy=make_policy(cfg.policy),
             evaluate=lambda node, source: self._evaluate(executor, problem, node),
             hooks=hooks, budgets=cfg.budgets, progress=self.progress(graph),
@@ -307,8 +314,31 @@ class Run:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(self.store.source(self.id, node.id))
-        result = await executor.evaluate(problem, path)
-        return result.to_dict()
+        options = None
+        if self._wants_compile_figures():
+            # The run's one torch.compile measurement (search/baselines.py), for the prompts.
+            self._compile_pending, options = True, self._options(self.config.search_timing,
+                                                                 "compile")
+        try:
+            result = (await executor.evaluate(problem, path, options)).to_dict()
+        finally:
+            if options is not None:
+                self._compile_pending = False
+        if options is not None and compile_known(figures([result])):
+            self._compile_done = True
+        return result
+
+    def _options(self, timing, baseline: str | None = None) -> EvalOptions:
+        cfg = self.config
+        return EvalOptions(timing=timing, baseline=baseline or cfg.baseline,
+                           integrity=IntegrityPolicy(allow_no_kernel=cfg.allow_no_kernel,
+                                                     strict=cfg.strict))
+
+    def _wants_compile_figures(self) -> bool:
+        cfg = self.config
+        return (cfg.baseline == "eager" and cfg.compile_figures and "llm" in cfg.operators
+                and not getattr(self, "_compile_done", True)
+                and not getattr(self, "_compile_pending", False))
 
     def _check_fingerprint(self, current: dict[str, Any], force: bool) -> None:
         stored = self.record.fingerprint or {}
@@ -323,8 +353,7 @@ class Run:
 
     def _finalize(self, executor, problem, graph: SearchGraph, stop_reason: str) -> dict[str, Any]:
         finalists = graph.ranked()[: self.config.final_top_k]
-        options = EvalOptions(timing=self.config.final_timing, integrity=IntegrityPolicy(
-            allow_no_kernel=self.config.allow_no_kernel, strict=self.config.strict))
+        options = self._options(self.config.final_timing)
         remeasured = []
         for node in finalists:
             path = self._dir() / "nodes" / f"node{node.id}.py"
@@ -337,7 +366,7 @@ class Run:
             self.store.add_event(self.id, "final_measurement", {"node_id": node.id,
                                                                 "result": result})
             remeasured.append((node.id, result))
-        outcome = decide(remeasured, stop_reason)
+        outcome = decide(remeasured, stop_reason, self.config.baseline)
         outcome["safe"] = outcome["kind"] == "improved"  # best.py is written only then
         if stop_reason.startswith(STOPPED_BY_FAILURES):
             outcome["kind"] = "stopped_by_failures"

@@ -7,7 +7,7 @@ from typing import Any
 
 from kernelevolve.operators.base import Draft
 from kernelevolve.search.graph import ROOT, Node
-from kernelevolve.search.memory import summarize
+from kernelevolve.search.memory import history_table
 from kernelevolve.store import Store
 
 
@@ -48,6 +48,7 @@ class StoreHooks:
         run.live_events = {k: len(self.store.events(self.run_id, k)) for k in self.LOUD}
         errors = self.store.events(self.run_id, "llm_error")
         run.live_last_llm_error = first_line(errors[-1].data.get("error")) if errors else None
+        self._results: dict[int, dict[str, Any]] = {}  # finished results do not change
 
     def add_node(self, draft: Draft) -> Node:
         rec = self.store.add_node(self.run_id, parents=list(draft.parents), operator=draft.operator,
@@ -60,7 +61,7 @@ class StoreHooks:
         self._artifacts(node.id, result)
         graph = getattr(self.run, "live_graph", None)
         if graph is not None:  # the search memory, kept with the run as evaluations land
-            self.store.add_event(self.run_id, "memory", {"text": summarize(graph)})
+            self.store.add_event(self.run_id, "memory", {"text": self.memory(graph)})
         now = time.monotonic()
         self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
         self._last_elapsed_save = now
@@ -91,7 +92,16 @@ class StoreHooks:
         return self.store.source(self.run_id, node_id)
 
     def result(self, node_id: int) -> dict[str, Any]:
-        return self.store.evaluation(self.run_id, node_id) or {}
+        if node_id not in self._results:
+            found = self.store.evaluation(self.run_id, node_id)
+            if not found:
+                return {}
+            self._results[node_id] = found
+        return self._results[node_id]
+
+    def memory(self, graph: Any) -> str:
+        """The history table of the run so far (search/memory.py), as every prompt gets it."""
+        return history_table(graph, self.result)
 
     def flush_elapsed(self) -> None:
         now = time.monotonic()

@@ -95,6 +95,7 @@ class EvalResult:
     fitness: float | None = 0.0
     measured: bool = False               # False when the platform cannot time this language
     compile_speedup: float | None = None  # candidate vs torch.compile, with --baseline compile
+    compile_speedup_ci: tuple[float, float] | None = None  # its bootstrap 95% interval
     sol_fraction: float | None = None    # weighted geomean of the timed cases' sol_fraction
     cases: list[CaseResult] = field(default_factory=list)
     fingerprint: dict[str, Any] = field(default_factory=dict)
@@ -138,8 +139,9 @@ class EvalResult:
                 c["speedup_ci"] = tuple(c["speedup_ci"])
             cases.append(CaseResult(**c))
         sandbox = SandboxFacts.from_dict(data.pop("sandbox", {}))
-        if data.get("speedup_ci") is not None:
-            data["speedup_ci"] = tuple(data["speedup_ci"])
+        for key in ("speedup_ci", "compile_speedup_ci"):
+            if data.get(key) is not None:
+                data[key] = tuple(data[key])
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(cases=cases, sandbox=sandbox, **{k: v for k, v in data.items() if k in known})
 

@@ -13,6 +13,7 @@ def score(result: EvalResult, cases: dict[str, Any]) -> None:
     """Fill `result` from the measure job's samples: per-case medians, IQRs and intervals,
     the weighted speedup and its interval, and the accepted verdict."""
     speedups, weights, compile_speedups, measured_ms, pairs = [], [], [], 0.0, []
+    compile_pairs = []
     for case_result in result.cases:
         if case_result.held_out:
             continue
@@ -29,6 +30,7 @@ def score(result: EvalResult, cases: dict[str, Any]) -> None:
             comp = summarize(data["compile_ms"])
             case_result.compile_timing, case_result.compile_ms = comp, comp.median_ms
             compile_speedups.append(comp.median_ms / cand.median_ms)
+            compile_pairs.append((data["compile_ms"], data["cand_ms"]))
             measured_ms += calls * sum(data["compile_ms"])
         speedups.append(case_result.speedup)
         weights.append(case_result.weight)
@@ -39,9 +41,15 @@ def score(result: EvalResult, cases: dict[str, Any]) -> None:
     result.speedup = weighted_geomean(speedups, weights)
     result.compile_speedup = (weighted_geomean(compile_speedups, weights)
                               if len(compile_speedups) == len(speedups) else None)
+    result.compile_speedup_ci = (weighted_interval(compile_pairs, weights)
+                                 if result.compile_speedup is not None else None)
     result.accepted, result.stage, result.fitness = True, "accepted", result.speedup
     lo, hi = result.speedup_ci
     result.reason = (f"accepted: {result.speedup:.3f}x weighted speedup over eager PyTorch "
                      f"(95% interval {lo:.3f}-{hi:.3f}) across {len(speedups)} case(s)")
     if result.compile_speedup is not None:
-        result.reason += f"; {result.compile_speedup:.3f}x over torch.compile"
+        clo, chi = result.compile_speedup_ci
+        result.reason += (f"; {result.compile_speedup:.3f}x over torch.compile "
+                          f"(95% interval {clo:.3f}-{chi:.3f})")
+        if result.baseline == "compile":  # fitness is relative to what the user compares with
+            result.fitness = result.compile_speedup

@@ -37,7 +37,7 @@ class _Failed(Exception):
 
 async def propose(op: Any, settings: AgentSettings, ctx: ProposalContext,
                   parent: ParentView | None, system: str, user: str,
-                  notes: list[Any]) -> Draft | None:
+                  notes: list[Any], given: list[Any] = ()) -> Draft | None:
     """One proposal with tools; the same contract as LLMOperator._one."""
     from kernelevolve.llm import LLMError
 
@@ -61,12 +61,10 @@ async def propose(op: Any, settings: AgentSettings, ctx: ProposalContext,
             done = await _turn(tools, messages, reply, parent, last=turn == settings.turns - 1)
             if done is not None:
                 source, rationale = done
-                kind = "improve" if parent else "draft"
-                return Draft(source=source, parents=(parent.node_id,) if parent else (),
-                             operator="llm", rationale=f"llm agent {kind}: {rationale}"[:500],
-                             meta={"llm_model": model, "notes": [h.note.id for h in notes],
-                                   "agent": {"turns": turn, "tools": tools.used,
-                                             "tools_mode": mode}})
+                draft = op.make_draft(parent, source, rationale, model, notes, given)
+                draft.meta["agent"] = {"turns": turn, "tools": tools.used, "tools_mode": mode}
+                return Draft(draft.source, draft.parents, draft.operator,
+                             draft.rationale.replace("llm ", "llm agent ", 1), draft.meta)
             reason = settings.over_budget()
             if reason:
                 raise _Failed(f"agent loop stopped after {turn} turn(s): {reason}")

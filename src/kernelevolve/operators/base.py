@@ -35,6 +35,12 @@ class ProposalContext:
     want: int = 1                        # how many drafts the engine would like
     memory: str = ""                     # compact summary of what the run has tried so far
     fingerprint: dict[str, Any] = field(default_factory=dict)  # the measuring machine
+    # In the draft phase: the evaluated children of the root so far (drafts and seeds), so a
+    # new draft can try a different strategy; empty when expanding a parent.
+    earlier_drafts: tuple[ParentView, ...] = ()
+    # What the run knows beyond the graph: e.g. "baselines" (eager and torch.compile ms per
+    # case), "baseline" (what fitness is relative to).
+    facts: dict[str, Any] = field(default_factory=dict)
     # Operators report what is not a draft (e.g. an LLM reply with no usable code) here;
     # the engine stores it as an event, and the funnel counts `generation_failure` events.
     report: Callable[[str, dict[str, Any]], None] = field(default=lambda kind, data: None,

@@ -36,26 +36,33 @@ class LLMOperator:
         config = getattr(client, "config", None)
         self.max_failed_calls = max_failed_calls or getattr(config, "max_failed_calls", 4)
         self.failed_in_row, self.last_error = 0, ""
+        self.shown: set[str] = set()  # knowledge sections given in this run (also in node meta)
 
     async def propose(self, ctx: ProposalContext) -> list[Draft]:
         parents: list[ParentView | None] = list(ctx.parents) or [None]
         jobs = [parents[i % len(parents)] for i in range(max(1, ctx.want))]
-        drafts = await asyncio.gather(*(self._one(ctx, parent) for parent in jobs))
+        drafts = await asyncio.gather(*(self._one(ctx, parent, (i, len(jobs)))
+                                        for i, parent in enumerate(jobs)))
         if self.failed_in_row >= self.max_failed_calls:
             raise OperatorFailing(f"{self.failed_in_row} LLM calls in a row failed; the last: "
                                   f"{self.last_error}")
         return [d for d in drafts if d is not None]
 
-    async def _one(self, ctx: ProposalContext, parent: ParentView | None) -> Draft | None:
+    async def _one(self, ctx: ProposalContext, parent: ParentView | None,
+                   slot: tuple[int, int] = (0, 1)) -> Draft | None:
         from kernelevolve.llm import LLMError
 
         notes = self.retrieve(ctx, parent)
-        system, user = self.builder.build(
-            ProposalContext(**{**ctx.__dict__, "parents": (parent,) if parent else ()}), notes)
+        one = ProposalContext(**{**ctx.__dict__, "parents": (parent,) if parent else ()})
+        shown = shown_sections(ctx) | self.shown
+        system, user = self.builder.build(one, notes, slot=slot, shown=shown)
+        _, given = self.builder.knowledge(notes, shown)
+        self.shown |= {s.key for s in given}  # given once per run, whatever the reply
+        notes = [h for h in notes if any(s.note_id == h.note.id for s in given)] or notes
         if self.agent is not None:
             from kernelevolve.operators.agent import propose
 
-            return await propose(self, self.agent, ctx, parent, system, user, notes)
+            return await propose(self, self.agent, ctx, parent, system, user, notes, given)
         try:
             completion = await self.client.complete(system, user)
         except LLMError as exc:
@@ -68,11 +75,20 @@ class LLMOperator:
             ctx.report("generation_failure", {"parent": parent.node_id if parent else None,
                                               "reason": str(exc), "model": completion.model})
             return None
+        return self.make_draft(parent, source, rationale, completion.model, notes, given)
+
+    @staticmethod
+    def make_draft(parent: ParentView | None, source: str, rationale: str, model: str,
+                   notes: list[Any], given: list[Any] = ()) -> Draft:
+        """The node-to-be: `change` is the model's one-line `Change:` summary (the history
+        table's description), `note_sections` the knowledge it was shown (not shown again)."""
         mode = "improve" if parent else "draft"
+        change = change_line(rationale)
         return Draft(source=source, parents=(parent.node_id,) if parent else (),
                      operator="llm", rationale=f"llm {mode}: {rationale}"[:500],
-                     meta={"llm_model": completion.model,
-                           "notes": [h.note.id for h in notes]})
+                     meta={"llm_model": model, "change": change,
+                           "notes": [h.note.id for h in notes],
+                           "note_sections": [s.key for s in given]})
 
     def failed(self, ctx: ProposalContext, parent: ParentView | None, exc: Exception) -> None:
         """A call that failed for good (already retried): an `llm_error` event, counted."""
@@ -106,3 +122,18 @@ class LLMOperator:
                 seen.add(w)
                 out.append(w)
         return " ".join(out[:24])
+
+
+_CHANGE = re.compile(r"^\W*change\W*:\s*(.+)$", re.I | re.M)
+
+
+def change_line(rationale: str) -> str:
+    """The `Change: ...` line the system prompt asks for, else the rationale's first sentence."""
+    found = _CHANGE.search(rationale or "")
+    text = found.group(1) if found else (rationale or "").split(". ")[0]
+    return " ".join(text.split())[:160].rstrip(".")
+
+
+def shown_sections(ctx: ProposalContext) -> set[str]:
+    """Knowledge sections earlier proposals of this run were given (from the nodes' meta)."""
+    return {key for meta in ctx.seen_meta for key in meta.get("note_sections") or ()}

@@ -1,9 +1,16 @@
 """Prompt synthesis for the universal operator: templates from files, filled from live context.
 
-Sections, in order: the task (draft or improve), the candidate contract, the target (platform,
-language, measuring machine), the problem (reference source, cases with weights, input shapes
-and dtypes, tolerance), the parent (source and its full evaluation: stage, reason, per-case
-errors and timings), the search memory, and the retrieved knowledge notes.
+Sections, in order: the task (a first draft, another draft, or an improvement), the candidate
+contract (the common rules and the target language's only), the target (platform, language, the
+measuring machine with its measured bandwidth and peaks, and how timing is done), the problem
+(reference source, cases with weights, shapes and dtypes, tolerance, and what each case costs at
+the speed of light), the baselines to beat (eager and torch.compile per case), earlier drafts
+(in the draft phase) or the parent (source and its full evaluation: stage, reason, per-case
+figures, speed-of-light fraction and profile), the run so far (search/memory.py's table), and
+knowledge: whole sections of the retrieved notes that fit the target, never cut, each given once
+per run (later prompts name it by title).
+
+The system prompt offers SEARCH/REPLACE edits only when there is a parent to edit.
 """
 from __future__ import annotations
 
@@ -12,26 +19,37 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from kernelevolve.harness.profile_view import profile_lines
+from kernelevolve.knowledge.sections import Section, choose
 from kernelevolve.operators.base import ParentView, ProposalContext
+from kernelevolve.platforms.machine_facts import machine_lines
 from kernelevolve.problem import CaseBinder, Problem, import_module, load_problem
 
 PROMPTS = Path(__file__).parent / "prompts"
 _REASON_CHARS = 1800
-_NOTE_CHARS = 900
+NOTES_CHARS = 2400        # knowledge: whole sections up to this many characters a prompt
+HISTORY_TOKENS = 900      # the run-so-far table's budget
+DRAFT_SOURCE_CHARS = 8000  # the best earlier draft's code is shown when at most this long
+TIMING = ("How you are timed: your module runs in a process of its own, driven from outside; "
+          "each timed batch (about 2.5 ms, at least one call) alternates with one of eager "
+          "PyTorch on the same fresh inputs, and per-call time is batch time over calls "
+          "(median over batches). Every call's output stays alive until the batch ends, so "
+          "each call allocates (and first-touches) its output; sampled calls' outputs are "
+          "checked, and CPU your process uses outside its calls is counted against you.")
 
 
 def template(name: str) -> str:
     return (PROMPTS / f"{name}.md").read_text()
 
 
-def describe_cases(problem: Problem) -> list[str]:
-    """One line per case: weight, size globals, and the input shapes and dtypes it produces."""
+def describe_cases(problem: Problem) -> tuple[list[str], set[str]]:
+    """One line per case (weight, size globals, input shapes and dtypes), and the dtypes seen."""
     import numpy as np
     import torch
 
     module = import_module(problem.path)
     binder = CaseBinder(module, problem.cases)
-    lines = []
+    lines, dtypes = [], set()
     for case in problem.cases:
         binder.bind(case)
         torch.manual_seed(0)
@@ -39,13 +57,15 @@ def describe_cases(problem: Problem) -> list[str]:
         np.random.seed(0)
         try:
             inputs = list(module.get_inputs())
+            dtypes |= {str(x.dtype).removeprefix("torch.") for x in inputs
+                       if isinstance(x, torch.Tensor)}
             shapes = ", ".join(f"{tuple(x.shape)} {str(x.dtype).removeprefix('torch.')}"
                                if isinstance(x, torch.Tensor) else repr(x) for x in inputs)
         except Exception as exc:  # noqa: BLE001 - describe what we can
             shapes = f"(could not build inputs: {type(exc).__name__})"
         sizes = ", ".join(f"{k}={v}" for k, v in case.bindings.items()) or "module defaults"
         lines.append(f"- `{case.name}` (weight {case.weight:g}; {sizes}): inputs {shapes}")
-    return lines
+    return lines, dtypes
 
 
 class PromptBuilder:
@@ -53,20 +73,41 @@ class PromptBuilder:
         self.problem = load_problem(problem_path)
         self.reference = Path(self.problem.path).read_text()
         self.platform, self.language = platform, language
-        self.cases = describe_cases(self.problem)
+        self.cases, self.dtypes = describe_cases(self.problem)
 
-    def build(self, ctx: ProposalContext, notes: list[Any]) -> tuple[str, str]:
+    # ---- the whole prompt -----------------------------------------------------------------
+    def build(self, ctx: ProposalContext, notes: list[Any], *, slot: tuple[int, int] = (0, 1),
+              shown: set[str] = frozenset()) -> tuple[str, str]:
+        """(system, user). `slot` is (i, n) when n proposals are asked for at once; `shown`
+        holds the note sections given earlier in this run (not repeated)."""
         parent = ctx.parents[0] if ctx.parents else None
-        task = template("improve" if parent else "draft")
-        parts = [Template(task).safe_substitute(platform=self.platform, language=self.language),
-                 template("contract"), self._target(ctx), self._problem()]
+        if parent is not None:
+            task = template("improve")
+        else:
+            task = template("draft-again" if ctx.earlier_drafts else "draft")
+        task = Template(task).safe_substitute(platform=self.platform, language=self.language)
+        if slot[1] > 1:
+            task += (f"\nThis is proposal {slot[0] + 1} of {slot[1]} asked for at the same time "
+                     "from the same context: choose an approach the others are unlikely to take.")
+        parts = [task, self.contract(), self._target(ctx), self._problem(ctx),
+                 self._baselines(ctx)]
         if parent is not None:
             parts.append(self._parent(parent))
+        elif ctx.earlier_drafts:
+            parts.append(self._earlier_drafts(ctx.earlier_drafts))
         if ctx.memory:
-            parts.append("## What this run has tried so far\n" + ctx.memory)
-        if notes:
-            parts.append(self._notes(notes))
-        return template("system"), "\n\n".join(p.strip() for p in parts) + "\n"
+            parts.append("## The run so far\n" + ctx.memory)
+        parts.append(self.knowledge(notes, shown)[0])
+        system = template("system") + "\n" + template("answer-edit" if parent else
+                                                      "answer-module")
+        return system, "\n\n".join(p.strip() for p in parts if p.strip()) + "\n"
+
+    # ---- sections ---------------------------------------------------------------------------
+    def contract(self) -> str:
+        """The common rules and the target language's own (contract-<language>.md)."""
+        text = template("contract").rstrip()
+        own = PROMPTS / f"contract-{self.language}.md"
+        return text + ("\n" + own.read_text().rstrip() if own.is_file() else "")
 
     def _target(self, ctx: ProposalContext) -> str:
         fp = ctx.fingerprint or {}
@@ -77,13 +118,59 @@ class PromptBuilder:
                 machine.append(f"{label}: {fp[key]}")
         if fp.get("cpu_flags"):
             machine.append("CPU flags: " + ", ".join(fp["cpu_flags"]))
-        return "## Target\n" + "; ".join(machine)
+        lines = ["## Target", "; ".join(machine)]
+        lines += [f"- {line}" for line in machine_lines(fp)]
+        if self.platform == "cpu":
+            lines.append(TIMING)
+        return "\n".join(lines)
 
-    def _problem(self) -> str:
+    def _problem(self, ctx: ProposalContext) -> str:
         tol = self.problem.tolerance or "per output dtype: fp32 1e-4, fp16/bf16 1e-2, ints exact"
-        return ("## Reference (the problem)\n```python\n" + self.reference.rstrip() + "\n```\n"
+        text = ("## Reference (the problem)\n```python\n" + self.reference.rstrip() + "\n```\n"
                 "Cases (speedup is the weighted geometric mean over these; every one must be "
                 "correct):\n" + "\n".join(self.cases) + f"\nTolerance (atol/rtol): {tol}")
+        cost = _cost_lines(ctx)
+        if cost:
+            text += "\nSpeed of light (minimal traffic and work at this machine's measured " \
+                    "peaks):\n" + "\n".join(cost)
+        return text
+
+    def _baselines(self, ctx: ProposalContext) -> str:
+        facts = ctx.facts or {}
+        figures = facts.get("baselines") or {}
+        rows = figures.get("cases") or {}
+        over = "torch.compile" if facts.get("baseline") == "compile" else "eager PyTorch"
+        lines = ["## Baselines to beat",
+                 f"Fitness is the weighted speedup over {over}. The real goal is to beat the "
+                 "faster of eager and torch.compile on every case."]
+        if not rows:
+            lines.append("(not measured yet: the run's first evaluation times them)")
+            return "\n".join(lines)
+        lines += ["| case | eager ms | torch.compile ms | to beat |", "|---|---|---|---|"]
+        for name, row in rows.items():
+            eager, comp = row.get("eager_ms"), row.get("compile_ms")
+            best = min(v for v in (eager, comp) if v is not None) if (eager or comp) else None
+            which = "" if best is None else (" (compile)" if best == comp else " (eager)")
+            lines.append(f"| {name} | {_num(eager)} | {_num(comp)} | {_num(best)}{which} |")
+        if figures.get("compile_error"):
+            lines.append(f"torch.compile could not be timed: {figures['compile_error'][:200]}")
+        elif not all("compile_ms" in r for r in rows.values()):
+            lines.append("(torch.compile not timed in this run)")
+        return "\n".join(lines)
+
+    def _earlier_drafts(self, drafts: tuple[ParentView, ...]) -> str:
+        lines = ["## Earlier drafts (from the reference; do something different)"]
+        for d in drafts:
+            fitness = f"{d.fitness:.3f}x" if d.stage == "accepted" and d.fitness else \
+                f"rejected at {d.stage or '?'}: {_first(d.reason, 160)}"
+            lines.append(f"- node {d.node_id}: {_first(d.meta.get('change') or '', 120) or '-'}"
+                         f" -> {fitness}")
+        best = max((d for d in drafts if d.stage == "accepted" and d.fitness),
+                   key=lambda d: d.fitness, default=None)
+        if best is not None and len(best.source) <= DRAFT_SOURCE_CHARS:
+            lines += [f"The best of them, node {best.node_id} ({best.fitness:.3f}x):",
+                      "```python", best.source.rstrip(), "```"]
+        return "\n".join(lines)
 
     def _parent(self, parent: ParentView) -> str:
         fitness = "not measured" if parent.fitness is None else f"{parent.fitness:.3f}x"
@@ -99,27 +186,76 @@ class PromptBuilder:
             lines.append("reason: " + reason)
         rows = [c for c in result.get("cases", []) if c.get("correct") is not None]
         if rows:
-            lines.append("| case | correct | max abs err | eager ms | candidate ms | speedup |")
-            lines.append("|---|---|---|---|---|---|")
+            lines.append("| case | correct | max abs err | eager ms | candidate ms | speedup "
+                         "| speed of light |")
+            lines.append("|---|---|---|---|---|---|---|")
             for c in rows:
                 lines.append(f"| {c['name']} | {c.get('correct')} | {_num(c.get('max_abs_err'))} "
                              f"| {_num(c.get('ref_ms'))} | {_num(c.get('cand_ms'))} "
-                             f"| {_num(c.get('speedup'))} |")
-        lines.append("profile: not available on this platform" if self.platform == "cpu"
-                     else "profile: not collected")
+                             f"| {_num(c.get('speedup'))} | {_sol(c)} |")
+        if rows:
+            lines.append("### Its profile (observed from outside its process)")
+            lines += profile_lines(result)
         return "\n".join(lines)
 
-    @staticmethod
-    def _notes(hits: list[Any]) -> str:
-        out = ["## Knowledge notes (retrieved for this problem and target)"]
-        for hit in hits:
-            note = hit.note
-            stale = f" (stale: {hit.why})" if getattr(hit, "stale", False) else ""
-            body = note.body.strip()
-            if len(body) > _NOTE_CHARS:
-                body = body[:_NOTE_CHARS] + " …"
-            out.append(f"### {note.title}{stale}\n{body}")
-        return "\n\n".join(out)
+    def knowledge(self, hits: list[Any], shown: set[str] = frozenset()
+                  ) -> tuple[str, list[Section]]:
+        """The knowledge section and the note sections it gives (whole, fitting, not given
+        before in this run)."""
+        from kernelevolve.knowledge.index import query_terms
+
+        terms = query_terms(" ".join([self.problem.name, self.reference[:2000]]))
+        sections, seen_only = choose(hits, language=self.language, dtypes=self.dtypes,
+                                     terms=terms, budget_chars=NOTES_CHARS, shown=set(shown))
+        out: list[str] = []
+        by_note: dict[str, list[Section]] = {}
+        for s in sections:
+            by_note.setdefault(s.note_id, []).append(s)
+        stale = {h.note.id: h for h in hits if getattr(h, "stale", False)}
+        for note_id, parts in by_note.items():
+            warn = f" (stale: {stale[note_id].why})" if note_id in stale else ""
+            out.append(f"### {parts[0].title}{warn}\n" + "\n\n".join(s.text for s in parts))
+        if seen_only:
+            out.append("Given in full earlier in this run (not repeated): "
+                       + "; ".join(h.note.title for h in seen_only))
+        if not out:
+            return "", []
+        return "## Knowledge notes (retrieved for this problem and target)\n\n" + \
+            "\n\n".join(out), sections
+
+
+
+
+def _cost_lines(ctx: ProposalContext) -> list[str]:
+    """Per case: the reference's minimal bytes and FLOPs, and the time they take at the measured
+    peaks (harness/roofline.py), as the run's results carry them."""
+    rows = ((ctx.facts or {}).get("baselines") or {}).get("cases") or {}
+    lines = []
+    for name, row in rows.items():
+        if row.get("sol_ms") is None:
+            continue
+        work = f"{row['flops'] / 1e6:.4g} MFLOP" if row.get("flops") else "no matmul-class FLOPs"
+        lines.append(f"- `{name}`: {row.get('bytes_moved', 0) / 1e6:.4g} MB moved, {work}: "
+                     f"{row['sol_ms']:.4g} ms at best ({row.get('sol_bound') or '?'}-bound)")
+    return lines
+
+
+
+
+def _sol(case: dict[str, Any]) -> str:
+    frac = case.get("sol_fraction")
+    if frac is None:
+        return "-"
+    bound, gbs, gflops = case.get("sol_bound"), case.get("achieved_gbs"), case.get("achieved_gflops")
+    got = [f"{gbs:.3g} GB/s"] if gbs is not None else []
+    got += [f"{gflops:.3g} GFLOP/s"] if gflops else []
+    return (f"{frac:.0%}" + (f" ({bound}-bound)" if bound else "")
+            + (f", achieved {' and '.join(got)}" if got else ""))
+
+
+def _first(text: str, limit: int) -> str:
+    line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _num(value: Any) -> str:

@@ -67,4 +67,7 @@ def _first(text: str) -> str:
 def _rationale(reply: str) -> str:
     """The prose before the first code, as the node's rationale."""
     head = re.split(r"```|<{5,}", reply, maxsplit=1)[0].strip()
+    first, _, rest = head.partition("\n")
+    if re.match(r"^\W*change\W*:", first, re.I):  # the one-line summary stays a line of its own
+        return (" ".join(first.split())[:160] + "\n" + " ".join(rest.split())).strip()[:400]
     return " ".join(head.split())[:400]

@@ -95,9 +95,10 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
                       + (f", {b['sol_fraction']:.0%} of speed of light"
                          if b.get("sol_fraction") is not None else ""))
         print_sol_cases(s.get("best_cases") or [], console)
-    from kernelevolve.report.summary import failure_line, measurement_notes
+    from kernelevolve.report.summary import failure_line, measurement_notes, operators_line
 
-    for note in measurement_notes(s) + [failure_line(s.get("llm_failures")) or ""]:
+    for note in [operators_line(s.get("operators")) or ""] + measurement_notes(s) + [
+            failure_line(s.get("llm_failures")) or ""]:
         if note:
             console.print(note, highlight=False, soft_wrap=True)
     from kernelevolve.store.funnel import funnel_text

@@ -53,7 +53,32 @@ def run_summary(run: Any) -> dict[str, Any]:
         "reference_source": _source_or_none(store, run.id, 0),
         "best_diff": _best_diff(store, run.id, nodes, best_id, best_source),
         "synth_coverage": _synth_coverage(store, run.id, nodes),
+        "operators": operators_used(rec.config or {}, nodes),
+        "baselines": _baselines(store, run.id),
     }
+
+
+def operators_used(config: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The configured operators and how many nodes each one produced."""
+    from collections import Counter
+
+    ran = Counter(n["operator"] for n in nodes if n["id"] != 0)
+    return {"configured": list(config.get("operators") or []), "ran": dict(ran),
+            "baseline": config.get("baseline", "eager")}
+
+
+def operators_line(ops: dict[str, Any] | None) -> str | None:
+    if not ops:
+        return None
+    ran = ", ".join(f"{op} {count}" for op, count in sorted(ops["ran"].items())) or "none yet"
+    return (f"operators: {', '.join(ops['configured']) or '-'} (nodes by operator: {ran}); "
+            f"fitness relative to {'torch.compile' if ops.get('baseline') == 'compile' else 'eager PyTorch'}")
+
+
+def _baselines(store: Any, run_id: str) -> dict[str, Any]:
+    from kernelevolve.search.baselines import figures
+
+    return figures(result for _, result in store.evaluations(run_id))
 
 
 def _source_or_none(store: Any, run_id: str, node_id: int) -> str | None:

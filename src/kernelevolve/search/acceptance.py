@@ -10,11 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 
-def decide(remeasured: list[tuple[int, dict[str, Any]]], stop_reason: str) -> dict[str, Any]:
-    """`remeasured`: (node id, EvalResult dict) for each finalist, best search fitness first."""
+def decide(remeasured: list[tuple[int, dict[str, Any]]], stop_reason: str,
+           baseline: str = "eager") -> dict[str, Any]:
+    """`remeasured`: (node id, EvalResult dict) for each finalist, best search fitness first.
+
+    With baseline "compile" the speedup and interval judged are those over torch.compile."""
+    key, ci = (("compile_speedup", "compile_speedup_ci") if baseline == "compile"
+               else ("speedup", "speedup_ci"))
+    remeasured = [(nid, {**r, "speedup": r.get(key), "speedup_ci": r.get(ci)})
+                  for nid, r in remeasured]
+    over = " over torch.compile" if baseline == "compile" else ""
     accepted = [(nid, r) for nid, r in remeasured
                 if r.get("accepted") and r.get("speedup") is not None and r.get("speedup_ci")]
-    base = {"stop_reason": stop_reason, "finalists": [
+    base = {"stop_reason": stop_reason, "baseline": baseline, "finalists": [
         {"node_id": nid, "stage": r.get("stage"), "speedup": r.get("speedup"),
          "interval": r.get("speedup_ci")} for nid, r in remeasured]}
     if not accepted:
@@ -28,8 +36,9 @@ def decide(remeasured: list[tuple[int, dict[str, Any]]], stop_reason: str) -> di
     if lo > 1.0:
         return {**base, "kind": "improved", "speedup": speedup, "interval": [lo, hi],
                 "node_id": node_id,
-                "message": f"improved {speedup:.3f}x (95% interval {lo:.3f}-{hi:.3f}) by node {node_id}"}
+                "message": f"improved {speedup:.3f}x{over} (95% interval {lo:.3f}-{hi:.3f}) by "
+                           f"node {node_id}"}
     return {**base, "kind": "no_safe_improvement", "speedup": speedup, "interval": [lo, hi],
             "node_id": node_id,
             "message": (f"no safe improvement: the best candidate (node {node_id}) re-measured "
-                        f"{speedup:.3f}x, but its 95% interval {lo:.3f}-{hi:.3f} does not clear 1")}
+                        f"{speedup:.3f}x{over}, but its 95% interval {lo:.3f}-{hi:.3f} does not clear 1")}

@@ -22,6 +22,7 @@ from kernelevolve.search.termination import Budgets, Progress, should_stop
 
 
 MAX_EMPTY_ROUNDS = 6  # consecutive proposal rounds with nothing usable before giving up
+MAX_EARLIER_DRAFTS = 6  # root children shown to a new draft
 MAX_REPAIR_DEPTH = 4  # repairs of repairs of ... stop here; the policy explores elsewhere
 STOPPED_BY_FAILURES = "stopped by failures"  # how a stop reason starts when an operator failed
 
@@ -60,7 +61,8 @@ class SearchEngine:
                  config: EngineConfig | None = None,
                  on_change: Callable[[], None] | None = None,
                  memory: Callable[[SearchGraph], str] | None = None,
-                 meter: Any = None, fingerprint: dict[str, Any] | None = None):
+                 meter: Any = None, fingerprint: dict[str, Any] | None = None,
+                 facts: Callable[[], dict[str, Any]] | None = None):
         if not operators:
             raise ValueError("a search needs at least one operator")
         self.graph, self.operators, self.policy = graph, operators, policy
@@ -71,6 +73,7 @@ class SearchEngine:
         self.memory = memory
         self.meter = meter              # anything with .cost_usd and .tokens (LLM spending)
         self.fingerprint = fingerprint or {}
+        self.facts = facts or dict
         # Randomness depends on the seed and on how far the search got, so a resumed run
         # continues with fresh (but reproducible) choices instead of replaying old ones.
         self.rng = random.Random(f"{self.config.seed}:{len(graph)}")
@@ -133,11 +136,16 @@ class SearchEngine:
         return reason or "stopped"
 
     # ---- proposals ---------------------------------------------------------------------------
+    def _view(self, n: Node) -> ParentView:
+        return ParentView(node_id=n.id, source=self.hooks.source(n.id), fitness=n.fitness,
+                          stage=n.stage or "", reason=n.meta.get("reason", ""),
+                          meta=dict(n.meta), result=self.hooks.result(n.id))
+
     def _context(self, parents: list[Node], want: int) -> ProposalContext:
-        views = tuple(ParentView(node_id=n.id, source=self.hooks.source(n.id), fitness=n.fitness,
-                                 stage=n.stage or "", reason=n.meta.get("reason", ""),
-                                 meta=dict(n.meta), result=self.hooks.result(n.id))
-                      for n in parents)
+        views = tuple(self._view(n) for n in parents)
+        drafts = () if parents else tuple(
+            self._view(n) for n in self.graph.evaluated()
+            if n.parents == (ROOT,))[-MAX_EARLIER_DRAFTS:]
         return ProposalContext(
             problem_path=self.problem_path, problem_source=self.problem_source,
             platform=self.platform, parents=views,
@@ -145,7 +153,8 @@ class SearchEngine:
             seen_meta=tuple(dict(n.meta) for n in self.graph.candidates()),
             rng_seed=self.rng.randrange(2**31), want=want,
             memory=self.memory(self.graph) if self.memory else "",
-            fingerprint=dict(self.fingerprint), report=self.hooks.event)
+            fingerprint=dict(self.fingerprint), earlier_drafts=drafts, facts=self.facts(),
+            report=self.hooks.event)
 
     def _next_operator(self) -> Operator:
         op = self.operators[self._turn % len(self.operators)]
