@@ -73,7 +73,8 @@ def optimize(server: ScriptedServer, ws: Path, provider: str, *extra: str, evals
                    "--llm", f"{provider}:test-agent-model",
                    "--llm-base-url", server.base_url_for(provider), "--llm-api-key-env", KEY_VAR,
                    "--max-evals", str(evals), "--workspace", str(ws), "--json", str(ws / "s.json"),
-                   "--quiet", *extra, env={KEY_VAR: SECRET}, timeout=900)
+                   "--quiet", "--no-compile-figures", *extra, env={KEY_VAR: SECRET},
+                   timeout=900)
     assert (ws / "s.json").exists(), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc, json.loads((ws / "s.json").read_text())

@@ -60,7 +60,7 @@ def optimize(server: ScriptedServer, ws: Path, *extra: str, provider: str = "ope
             "--operator", "llm", "--llm", f"{provider}:{model}",
             "--llm-base-url", server.base_url_for(provider), "--llm-api-key-env", KEY_VAR,
             "--max-evals", str(evals), "--workspace", str(ws), "--json", str(ws / "s.json"),
-            *extra]
+            "--no-compile-figures", *extra]
     proc = run_cli(*args, env={KEY_VAR: SECRET}, timeout=900)
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # improved / no safe one
     return proc, json.loads((ws / "s.json").read_text())

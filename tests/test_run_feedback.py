@@ -117,7 +117,7 @@ def test_llm_that_fails_every_call_stops_the_run_with_exit_5(tmp_path):
         r = cli("optimize", example("softmax"), "--seed-candidate", SEED, "--operator", "llm",
                 "--llm", "openai:test-model", "--llm-base-url", server.openai_base_url,
                 "--llm-api-key-env", KEY_VAR, "--llm-max-failures", 2, "--max-evals", 6,
-                "--workspace", ws, "--json", tmp_path / "s.json", env={KEY_VAR: "sk-test"})
+                "--no-compile-figures", "--workspace", ws, "--json", tmp_path / "s.json", env={KEY_VAR: "sk-test"})
         calls = len(server.requests)
     assert r.returncode == exit_codes.FAILED, r.stdout + r.stderr
     assert 2 <= calls <= 4  # stopped after two failed calls (two may have been in flight)

@@ -181,6 +181,10 @@ def optimize_cmd(
         None, "--baseline", metavar="NAME",
         help="What fitness is relative to: eager or compile (torch.compile of the reference, "
              "timed in every evaluation) (eager)."),
+    compile_figures: Optional[bool] = typer.Option(
+        None, "--compile-figures/--no-compile-figures",
+        help="With --baseline eager and an LLM: time torch.compile once, in the first "
+             "evaluation, for the prompts (on; off saves one inductor compile per case)."),
     workers: Optional[int] = typer.Option(None, metavar="N",
                                           help="Evaluation slots: local workers (1), or Ray "
                                                "actors (the cluster's)."),
@@ -240,7 +244,8 @@ def optimize_cmd(
                  "language": language, "notes": [str(n) for n in notes or []] or None,
                  "allow_no_kernel": allow_no_kernel or None, "strict": strict or None,
                  "executor": executor, "ray_address": ray_address,
-                 "stage_timeout": stage_timeout, "baseline": baseline}
+                 "stage_timeout": stage_timeout, "baseline": baseline,
+                 "compile_figures": compile_figures}
         config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
         execute(run, json_path, view=view_mode(quiet, json_lines))
