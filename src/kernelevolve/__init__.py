@@ -47,6 +47,28 @@ def optimize(problem: Any, *, seeds: list[Any] = (), workspace: Any = ".kernelev
     return run
 
 
+def patch(model: Any, registry: Any = None, names: Any = None, **kwargs: Any):
+    """Swap registered kernels into `model`'s matching modules, with fallback to the original
+    module outside the validated region; see `kernelevolve.registry.patching.patch`."""
+    from kernelevolve.registry.patching import patch as _patch
+
+    return _patch(model, registry, names, **kwargs)
+
+
+def patched(model: Any, registry: Any = None, names: Any = None, **kwargs: Any):
+    """`patch` as a context manager: the original forwards come back at the block's end."""
+    from kernelevolve.registry.patching import patched as _patched
+
+    return _patched(model, registry, names, **kwargs)
+
+
+def coverage(name: str | None = None) -> dict:
+    """Live serving counters per kernel name: served, fallbacks by reason, shadow, time saved."""
+    from kernelevolve.registry.patching import coverage as _coverage
+
+    return _coverage(name)
+
+
 def __getattr__(name: str) -> Any:
     if name == "Run":  # imported lazily: `import kernelevolve` stays light
         from kernelevolve.run import Run
@@ -55,4 +77,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kernelevolve' has no attribute {name!r}")
 
 
-__all__ = ["evaluate", "optimize", "Run", "__version__"]
+__all__ = ["evaluate", "optimize", "patch", "patched", "coverage", "Run", "__version__"]

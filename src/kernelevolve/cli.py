@@ -397,6 +397,12 @@ def _register_subapps() -> None:
     from kernelevolve.knowledge.cli import kb_app
 
     app.add_typer(kb_app, name="kb", help="The knowledge base: list, search, show, add, validate.")
+    from kernelevolve.registry.cli import promote_cmd, registry_app
+
+    app.add_typer(registry_app, name="registry",
+                  help="Promoted kernels: list, show, promote, set-state, rollback, stats, "
+                       "revalidate.")
+    app.command("promote")(promote_cmd)
 
 
 try:

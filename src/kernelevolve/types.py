@@ -110,6 +110,9 @@ class EvalResult:
     measured_s: float = 0.0              # time spent inside timed reference and candidate runs
     integrity: dict[str, Any] = field(default_factory=dict)
     libraries: list[str] = field(default_factory=list)  # compiled kernels the candidate loaded
+    # The driver's build log of those libraries: name, sha256 of the bytes, source_sha256 and
+    # flags of the load_cpp call, compiler (what `kernelevolve promote` records and serves)
+    builds: list[dict[str, Any]] = field(default_factory=list)
     logs: dict[str, str] = field(default_factory=dict)  # tails of the workers' stdout/stderr
     # Which executor and node measured it (`fingerprint` describes that node's machine): executor,
     # hostname; with Ray also node_id, node_ip, actor_id and attempts (2+ after a re-queue).

@@ -15,6 +15,7 @@ their own (`cache/harness`) and handed to jobs as (path, sha256), verified befor
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -70,7 +71,11 @@ class BuildService:
         """Answer one request from a job (untrusted data); appends what happened to `log`.
         `inspect=False` (tests of the layers behind it) serves refused libraries too."""
         reply = self._answer(request, inspect)
-        log.append({k: v for k, v in reply.items() if k != "log"})
+        entry = {k: v for k, v in reply.items() if k != "log"}
+        if reply.get("ok"):  # what a registry needs to serve this library again (registry/)
+            entry.update(source_sha256=hashlib.sha256(request["source"].encode()).hexdigest(),
+                         flags=[str(f) for f in request["flags"]])
+        log.append(entry)
         return reply
 
     def _answer(self, request: Any, inspect: bool) -> dict[str, Any]:
@@ -93,7 +98,8 @@ class BuildService:
                     "log": exc.log[-20000:]}
         verdict = self._inspection(lib, record, stem)
         reply = {"ok": verdict.ok or not inspect, "name": stem, "path": str(lib),
-                 "sha256": record["sha256"], "inspection": verdict.to_dict()}
+                 "sha256": record["sha256"], "compiler": record.get("compiler"),
+                 "inspection": verdict.to_dict()}
         if not reply["ok"]:
             reply.update(kind="inspection", message=verdict.reason)
             reply.pop("path")

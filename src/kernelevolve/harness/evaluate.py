@@ -216,6 +216,7 @@ class _Run:
         # What the candidate loaded, from the driver's own build log (not the job's report).
         result.libraries = list(dict.fromkeys(s["path"] for s in check.services
                                               if s.get("ok") and s.get("path")))
+        result.builds = build_records(check.services)
         refused = check.refused_library
         if refused and self.opts.inspect_libraries:
             return self.reject("load", refused.get("message") or "library inspection refused "
@@ -442,3 +443,14 @@ def evaluate(problem: str | Path, candidate: str | Path, *, platform: str = "cpu
     prob = load_problem(problem)
     with Evaluator(platform, options=options, sandbox_mode=sandbox, limits=limits) as ev:
         return ev.evaluate(prob, candidate)
+
+
+def build_records(services: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per distinct library the candidate loaded, from the driver's build log."""
+    keep = ("name", "sha256", "source_sha256", "flags", "compiler")
+    out: dict[str, dict[str, Any]] = {}
+    for s in services:
+        if s.get("ok") and s.get("path") and s.get("source_sha256"):
+            out.setdefault(s["path"], {"file": Path(s["path"]).name,
+                                       **{k: s.get(k) for k in keep}})
+    return list(out.values())

@@ -24,9 +24,12 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
 
 
-def open_connection(db_path: Path) -> sqlite3.Connection:
-    """A migrated, WAL-mode connection to `db_path` (created if missing); StoreError if unusable."""
-    check_header(db_path)
+def open_connection(db_path: Path, migrations: list[schema.Migration] | None = None,
+                    place: str = "--workspace") -> sqlite3.Connection:
+    """A migrated, WAL-mode connection to `db_path` (created if missing); StoreError if unusable.
+    `migrations` (default: the store's) lets another database (the kernel registry) share the
+    same checks; `place` is the option its error messages point at."""
+    check_header(db_path, place)
     try:
         conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_MS / 1000,
                                isolation_level=None, check_same_thread=False)
@@ -36,7 +39,7 @@ def open_connection(db_path: Path) -> sqlite3.Connection:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
-        migrate(conn, db_path)
+        migrate(conn, db_path, migrations, place)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(f"{db_path}: SQLite refused WAL mode (journal_mode={mode}); "
@@ -47,14 +50,14 @@ def open_connection(db_path: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as e:
         conn.close()
         raise StoreError(f"{db_path}: not a usable SQLite database ({e}); move it away or use "
-                         "another --workspace") from None
+                         f"another {place}") from None
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def check_header(db_path: Path) -> None:
+def check_header(db_path: Path, place: str = "--workspace") -> None:
     """Refuse, without writing, a file that exists but is not a SQLite database."""
     if db_path.is_dir():
         raise StoreError(f"{db_path}: is a directory, expected the store's SQLite database")
@@ -67,21 +70,22 @@ def check_header(db_path: Path) -> None:
         raise StoreError(f"{db_path}: cannot read the store database ({e.strerror})") from None
     if head and head != SQLITE_HEADER:
         raise StoreError(f"{db_path}: not a SQLite database (it does not start with the SQLite "
-                         "header); move it away or use another --workspace")
+                         f"header); move it away or use another {place}")
 
 
-def migrate(conn: sqlite3.Connection, db_path: Path) -> int:
+def migrate(conn: sqlite3.Connection, db_path: Path,
+            migrations: list[schema.Migration] | None = None, place: str = "--workspace") -> int:
     """Bring the database to the newest schema this code knows; return the version it ends at."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        current = read_version(conn, db_path)
-        latest = schema.latest_version()
+        current = read_version(conn, db_path, place)
+        latest = schema.latest_version(migrations)
         if current > latest:
             raise StoreError(
                 f"{db_path}: written by a newer kernelevolve (store schema v{current}); "
                 f"this version reads up to v{latest} — upgrade kernelevolve or use another "
-                "--workspace")
-        for version, statements in schema.pending(current):
+                f"{place}")
+        for version, statements in schema.pending(current, migrations):
             try:
                 for sql in statements:
                     conn.execute(sql)
@@ -102,7 +106,7 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> int:
     return max(current, latest)
 
 
-def read_version(conn: sqlite3.Connection, db_path: Path) -> int:
+def read_version(conn: sqlite3.Connection, db_path: Path, place: str = "--workspace") -> int:
     """0 for an empty database; the meta table's schema_version for a store; StoreError else."""
     tables = {r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
@@ -110,7 +114,7 @@ def read_version(conn: sqlite3.Connection, db_path: Path) -> int:
         if tables:
             raise StoreError(f"{db_path}: a SQLite database, but not a kernelevolve store (it has "
                              f"tables {sorted(tables)} and no meta table); use another "
-                             "--workspace")
+                             f"{place}")
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     try:

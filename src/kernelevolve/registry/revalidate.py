@@ -1,0 +1,139 @@
+"""`registry revalidate`: every serving version through the full gates again, on this machine.
+
+A compiler upgrade can make a kernel wrong or slower, a new machine can make its win vanish, and
+a problem can change (a tighter tolerance, a new case). Per version in default, canary or shadow
+state:
+
+1. its verified source (loader.verified_bytes) and the problem as it is now (the file at its
+   recorded path; the registry's copy when that file is gone) are evaluated by the harness,
+   with a fresh compiled-library cache, so every library is rebuilt from source by this
+   machine's compiler;
+2. a version rejected, or whose speedup interval no longer clears 1.0x over its baseline, is
+   demoted with the reason; one that passes keeps its state, and the new speedup interval and
+   fingerprint are recorded as a `revalidate` event;
+3. drift is reported in two parts: compiler drift (each rebuilt library's hash against the
+   registered one, the compilers' versions, and whether the old binary still loads) and
+   hardware drift (the fields of the fingerprint that changed).
+"""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from kernelevolve.registry.db import KernelRecord, Registry
+from kernelevolve.registry.loader import verified_bytes
+
+HARDWARE_KEYS = ("platform", "device", "cpu_model", "cpu_count", "driver", "cuda", "hip", "torch",
+                 "triton")
+
+
+def revalidate(registry: Registry, names: list[str] | None = None, *,
+               progress: Callable[[str], None] | None = None, who: str | None = None,
+               sandbox: str | None = None) -> list[dict[str, Any]]:
+    say = progress or (lambda _m: None)
+    reports = []
+    for name in names or registry.names():
+        registry.get(name)  # unknown name: an error listing the registered ones
+        for rec in registry.versions(name):
+            if rec.state == "retired":
+                continue
+            say(f"revalidating {rec.label} ({rec.state})")
+            reports.append(revalidate_one(registry, rec, who=who, sandbox=sandbox))
+    return reports
+
+
+def revalidate_one(registry: Registry, rec: KernelRecord, *, who: str | None = None,
+                   sandbox: str | None = None) -> dict[str, Any]:
+    from kernelevolve import knobs
+    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+
+    entry = rec.entry
+    with tempfile.TemporaryDirectory(prefix="ke-revalidate-") as tmp:
+        kernel = Path(tmp) / "kernel.py"
+        kernel.write_bytes(verified_bytes(registry, entry["source"]["object"],
+                                          entry["source"]["sha256"], f"{rec.label}: source"))
+        problem, changed = _problem(registry, rec, Path(tmp))
+        options = EvalOptions(baseline=entry.get("evaluation", {}).get("baseline", "eager"))
+        with knobs.override(KERNELEVOLVE_CACHE_DIR=str(Path(tmp) / "cache")):
+            with Evaluator(rec.platform, options=options, sandbox_mode=sandbox) as ev:
+                result = ev.evaluate(problem, kernel).to_dict()
+        drift = {"compiler": _compiler_drift(registry, rec, result),
+                 "hardware": _hardware_drift(entry.get("fingerprint", {}),
+                                             result.get("fingerprint", {}))}
+    verdict, why = _verdict(result)
+    report = {"name": rec.name, "version": rec.version, "state": rec.state, "verdict": verdict,
+              "why": why, "problem_changed": changed, "speedup": result.get("speedup"),
+              "interval": result.get("speedup_ci"), "drift": drift,
+              "fingerprint": result.get("fingerprint", {})}
+    data = {k: report[k] for k in ("speedup", "interval", "drift", "problem_changed",
+                                   "fingerprint")}
+    if verdict == "kept":
+        registry.record_event(rec.name, rec.version, "revalidate", why, who=who, data=data)
+    else:
+        registry.demote(rec.name, rec.version, f"revalidation: {why}", who=who, data=data)
+    return report
+
+
+def _problem(registry: Registry, rec: KernelRecord, tmp: Path) -> tuple[Path, bool]:
+    prob = rec.entry["problem"]
+    path = Path(prob.get("path") or "")
+    if path.is_file():
+        changed = hashlib.sha256(path.read_bytes()).hexdigest() != prob["sha256"]
+        return path, changed
+    copy = tmp / "problem.py"
+    copy.write_bytes(verified_bytes(registry, prob["object"], prob["sha256"],
+                                    f"{rec.label}: problem source"))
+    return copy, False
+
+
+def _verdict(result: dict[str, Any]) -> tuple[str, str]:
+    if not result.get("accepted"):
+        first = (str(result.get("reason") or "").strip().splitlines() or [""])[0]
+        return "demoted", f"rejected at {result.get('stage')}: {first[:300]}"
+    speedup, ci = result.get("speedup"), result.get("speedup_ci") or [None, None]
+    base = result.get("baseline", "eager")
+    if ci[0] is None or ci[0] <= 1.0:
+        low = "unknown" if ci[0] is None else f"{ci[0]:.3f}"
+        return "demoted", f"no longer beats {base}: {speedup or 0:.3f}x (interval from {low})"
+    return "kept", f"passed: {speedup:.3f}x over {base} (95% interval {ci[0]:.3f}-{ci[1]:.3f})"
+
+
+def _compiler_drift(registry: Registry, rec: KernelRecord, result: dict[str, Any]
+                    ) -> list[dict[str, Any]]:
+    rebuilt = {(b.get("source_sha256"), tuple(b.get("flags") or ())): b
+               for b in result.get("builds") or []}
+    out = []
+    for lib in rec.entry.get("libraries", []):
+        new = rebuilt.get((lib["source_sha256"], tuple(lib["flags"])))
+        item = {"file": lib["file"], "compiler_then": lib.get("compiler"),
+                "compiler_now": new.get("compiler") if new else None,
+                "rebuilt": new is not None,
+                "same_binary": bool(new) and new.get("sha256") == lib["sha256"]}
+        if new is not None and not item["same_binary"]:
+            item["old_binary_loads"] = _old_loads(registry, lib)
+        out.append(item)
+    return out
+
+
+def _old_loads(registry: Registry, lib: dict[str, Any]) -> str:
+    """Whether the registered binary still loads here (dlopen in a child process)."""
+    with tempfile.TemporaryDirectory(prefix="ke-oldlib-") as tmp:
+        path = Path(tmp) / lib["file"]
+        path.write_bytes(verified_bytes(registry, lib["object"], lib["sha256"], lib["file"]))
+        proc = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                               str(path)], capture_output=True, text=True, timeout=60)
+    if proc.returncode == 0:
+        return "yes"
+    return "no: " + ((proc.stderr.strip().splitlines() or ["?"])[-1])[:200]
+
+
+def _hardware_drift(then: dict[str, Any], now: dict[str, Any]) -> dict[str, list[Any]]:
+    diff = {k: [then.get(k), now.get(k)] for k in HARDWARE_KEYS if then.get(k) != now.get(k)}
+    lost = sorted(set(then.get("cpu_flags") or []) - set(now.get("cpu_flags") or []))
+    if lost:
+        diff["cpu_flags_lost"] = lost
+    return diff
