@@ -21,6 +21,9 @@ from kernelevolve.registry import patching
 from kernelevolve.registry.promote import promote
 from kernelevolve.registry.region import Region
 from kernelevolve.store import Store
+from kernelevolve.harness.timing import TimingPolicy
+
+QUICK = TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=1.0)  # revalidations in tests
 
 
 @pytest.fixture(scope="module")
@@ -306,7 +309,7 @@ def test_custom_op_is_opaque_to_torch_compile(reg, searched):
 def test_cli_promote_list_show_set_state_and_errors(searched, tmp_path):
     ws, run_id, _ = searched
     registry = str(tmp_path / "reg")
-    out = run_cli("promote", run_id, "--workspace", str(ws), "--registry", registry,
+    out = run_cli("promote", "last", "--workspace", str(ws), "--registry", registry,
                   "--name", "norm", "--force")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"promoted norm v1 (shadow)")
@@ -337,7 +340,7 @@ def test_revalidate_demotes_a_kernel_its_problem_now_rejects_and_keeps_a_good_on
     strict.write_text(strict.read_text() + '\nTOLERANCE = {"atol": 0.0, "rtol": 0.0}\n')
     from kernelevolve.registry.revalidate import revalidate
 
-    reports = {r["name"]: r for r in revalidate(reg, who="test")}
+    reports = {r["name"]: r for r in revalidate(reg, who="test", timing=QUICK)}
     good, bad = reports["rmsnorm"], reports["strict"]
     assert good["verdict"] == "kept" and good["why"].startswith("passed: ")
     assert bad["verdict"] == "demoted" and bad["problem_changed"]
@@ -357,3 +360,24 @@ def test_registry_of_a_newer_kernelevolve_is_refused(tmp_path):
     with pytest.raises(RegistryError.__mro__[1], match="upgrade kernelevolve or use another "
                                                        "--registry"):
         Registry.open(tmp_path / "r")
+
+
+def test_revalidate_runs_the_registered_binary_when_a_rebuild_differs(reg, searched):
+    """Compiler drift, simulated: the registered library is a different (still valid) binary
+    than what this compiler rebuilds, so both go through the gates and both are reported."""
+    entry = json.loads(json.dumps(reg.get("rmsnorm").entry))
+    lib = entry["libraries"][0]
+    other = reg.objects.path(lib["object"]).read_bytes() + b"\0" * 64  # trailing bytes: loads
+    lib.update(sha256=hashlib.sha256(other).hexdigest(), object=reg.objects.put(other),
+               compiler="g++ (an older one) 11.0")
+    reg.add("rmsnorm", entry, state="default", who="test")
+    from kernelevolve.registry.revalidate import revalidate
+
+    report, = revalidate(reg, ["rmsnorm"], timing=QUICK)
+    drift, = report["drift"]["compiler"]
+    assert report["verdict"] == "kept" and report["version"] == 2
+    assert drift["rebuilt"] and not drift["same_binary"]
+    assert drift["compiler_then"] == "g++ (an older one) 11.0"
+    assert drift["compiler_now"].startswith("g++")
+    assert drift["old_binary_loads"] == "yes"
+    assert drift["registered_binary"]["verdict"] == "kept"

@@ -136,7 +136,8 @@ def show_cmd(name: str = typer.Argument(..., metavar="NAME"),
                        f"{ev.why}")
 
 
-def promote_cmd(run_id: str = typer.Argument(..., metavar="RUN_ID"),
+def promote_cmd(run_id: str = typer.Argument(..., metavar="RUN_ID",
+                                             help="The run (`last`: the newest one)."),
                 node: Optional[int] = typer.Option(None, "--node", metavar="N",
                                                    help="Node to promote (the run's verdict)."),
                 name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
@@ -158,8 +159,9 @@ def promote_cmd(run_id: str = typer.Argument(..., metavar="RUN_ID"),
                           why=why)
         if as_json:
             return _echo_json(_row(rec))
-        typer.echo(f"promoted {rec.label} ({rec.state}): {_speed(rec)}, from run {run_id} node "
-                   f"{rec.entry['provenance']['node']}; registry {reg.root}")
+        prov = rec.entry["provenance"]
+        typer.echo(f"promoted {rec.label} ({rec.state}): {_speed(rec)}, from run {prov['run']} "
+                   f"node {prov['node']}; registry {reg.root}")
 
 
 registry_app.command("promote")(promote_cmd)
@@ -244,7 +246,8 @@ def revalidate_cmd(names: Optional[list[str]] = typer.Argument(None, metavar="[N
             for lib in r["drift"]["compiler"]:
                 same = "same binary" if lib["same_binary"] else (
                     f"rebuilt binary differs ({lib['compiler_then']} -> {lib['compiler_now']}; "
-                    f"old binary loads: {lib.get('old_binary_loads', '?')})")
+                    f"old binary loads: {lib.get('old_binary_loads', '?')}; registered binary "
+                    f"{lib.get('registered_binary', {}).get('why', 'not run')})")
                 typer.echo(f"  compiler drift, {lib['file']}: {same}")
             hw = r["drift"]["hardware"]
             typer.echo("  hardware drift: " + ("none" if not hw else "; ".join(

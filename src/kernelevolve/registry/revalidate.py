@@ -12,12 +12,14 @@ state:
    demoted with the reason; one that passes keeps its state, and the new speedup interval and
    fingerprint are recorded as a `revalidate` event;
 3. drift is reported in two parts: compiler drift (each rebuilt library's hash against the
-   registered one, the compilers' versions, and whether the old binary still loads) and
-   hardware drift (the fields of the fingerprint that changed).
+   registered one and the compilers' versions; where they differ, whether the old binary
+   still loads, and the full gates run again on the registered binaries, which are what
+   serving loads) and hardware drift (the fields of the fingerprint that changed).
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import tempfile
@@ -33,7 +35,9 @@ HARDWARE_KEYS = ("platform", "device", "cpu_model", "cpu_count", "driver", "cuda
 
 def revalidate(registry: Registry, names: list[str] | None = None, *,
                progress: Callable[[str], None] | None = None, who: str | None = None,
-               sandbox: str | None = None) -> list[dict[str, Any]]:
+               sandbox: str | None = None, timing: Any = None) -> list[dict[str, Any]]:
+    """Revalidate the serving versions of `names` (all); `timing`: a harness TimingPolicy
+    (default: the harness's own)."""
     say = progress or (lambda _m: None)
     reports = []
     for name in names or registry.names():
@@ -42,12 +46,13 @@ def revalidate(registry: Registry, names: list[str] | None = None, *,
             if rec.state == "retired":
                 continue
             say(f"revalidating {rec.label} ({rec.state})")
-            reports.append(revalidate_one(registry, rec, who=who, sandbox=sandbox))
+            reports.append(revalidate_one(registry, rec, who=who, sandbox=sandbox,
+                                          timing=timing))
     return reports
 
 
 def revalidate_one(registry: Registry, rec: KernelRecord, *, who: str | None = None,
-                   sandbox: str | None = None) -> dict[str, Any]:
+                   sandbox: str | None = None, timing: Any = None) -> dict[str, Any]:
     from kernelevolve import knobs
     from kernelevolve.harness.evaluate import EvalOptions, Evaluator
 
@@ -58,10 +63,25 @@ def revalidate_one(registry: Registry, rec: KernelRecord, *, who: str | None = N
                                           entry["source"]["sha256"], f"{rec.label}: source"))
         problem, changed = _problem(registry, rec, Path(tmp))
         options = EvalOptions(baseline=entry.get("evaluation", {}).get("baseline", "eager"))
-        with knobs.override(KERNELEVOLVE_CACHE_DIR=str(Path(tmp) / "cache")):
-            with Evaluator(rec.platform, options=options, sandbox_mode=sandbox) as ev:
-                result = ev.evaluate(problem, kernel).to_dict()
-        drift = {"compiler": _compiler_drift(registry, rec, result),
+        if timing is not None:
+            options.timing = timing
+
+        def evaluate(cache: Path) -> dict[str, Any]:
+            with knobs.override(KERNELEVOLVE_CACHE_DIR=str(cache)):
+                with Evaluator(rec.platform, options=options, sandbox_mode=sandbox) as ev:
+                    return ev.evaluate(problem, kernel).to_dict()
+
+        result = evaluate(Path(tmp) / "cache")
+        compiler = _compiler_drift(registry, rec, result)
+        if any(not lib["same_binary"] and lib["rebuilt"] for lib in compiler):
+            # Serving loads the registered binaries, not a rebuild: run the gates on those too.
+            old_cache = Path(tmp) / "cache-registered"
+            _seed_cache(registry, rec, result, Path(tmp) / "cache" / "cpp", old_cache / "cpp")
+            old = evaluate(old_cache)
+            verdict = _verdict(old)
+            for lib in compiler:
+                lib["registered_binary"] = {"verdict": verdict[0], "why": verdict[1]}
+        drift = {"compiler": compiler,
                  "hardware": _hardware_drift(entry.get("fingerprint", {}),
                                              result.get("fingerprint", {}))}
     verdict, why = _verdict(result)
@@ -117,6 +137,29 @@ def _compiler_drift(registry: Registry, rec: KernelRecord, result: dict[str, Any
             item["old_binary_loads"] = _old_loads(registry, lib)
         out.append(item)
     return out
+
+
+def _seed_cache(registry: Registry, rec: KernelRecord, result: dict[str, Any], rebuilt: Path,
+                target: Path) -> None:
+    """A library cache in which each (source, flags) the kernel asks for resolves to its
+    registered binary: the rebuilt library's key (from its manifest) with the old bytes."""
+    from kernelevolve.runtime.cpp_cache import LibraryCache
+
+    cache = LibraryCache(target)
+    target.mkdir(parents=True, exist_ok=True)
+    registered = {(lib["source_sha256"], tuple(lib["flags"])): lib
+                  for lib in rec.entry.get("libraries", [])}
+    for b in result.get("builds") or []:
+        lib = registered.get((b.get("source_sha256"), tuple(b.get("flags") or ())))
+        manifest = rebuilt / (Path(b["file"]).stem + ".json")
+        if lib is None or not manifest.is_file():
+            continue
+        meta = json.loads(manifest.read_text())
+        data = verified_bytes(registry, lib["object"], lib["sha256"], lib["file"])
+        (target / b["file"]).write_bytes(data)
+        cache.write_manifest(target / manifest.name,
+                             {"key": meta["key"], "sha256": lib["sha256"], "name": meta.get("name"),
+                              "flags": meta.get("flags"), "compiler": lib.get("compiler")})
 
 
 def _old_loads(registry: Registry, lib: dict[str, Any]) -> str:
