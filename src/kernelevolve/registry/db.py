@@ -18,16 +18,15 @@ from __future__ import annotations
 import getpass
 import socket
 import sqlite3
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from kernelevolve.registry.schema import MIGRATIONS, STATES, TRIAL_STATES
 from kernelevolve.store.connect import open_connection
 from kernelevolve.store.errors import StoreError
+from kernelevolve.store.handle import DatabaseHandle
 from kernelevolve.store.objects import ObjectStore
 from kernelevolve.store.records import from_json, to_json
 
@@ -85,14 +84,13 @@ def default_registry(workspace: str | Path | None = None) -> Path:
     return (Path(workspace) if workspace is not None else default_workspace()) / "registry"
 
 
-class Registry:
+class Registry(DatabaseHandle):
     """Open with `Registry.open(folder)`; use as a context manager or call `close()`."""
 
     def __init__(self, root: Path, conn: sqlite3.Connection):
         self.root = root
         self.objects = ObjectStore(root / OBJECTS_DIR)
-        self._conn_or_none: sqlite3.Connection | None = conn
-        self._lock = threading.RLock()
+        DatabaseHandle.__init__(self, conn)
 
     @classmethod
     def open(cls, folder: str | Path | None = None, *, create: bool = True) -> "Registry":
@@ -108,48 +106,19 @@ class Registry:
             raise RegistryError(f"{root}: cannot create the registry ({e.strerror})") from None
         return cls(root, open_connection(root / DB_NAME, MIGRATIONS, PLACE))
 
-    def close(self) -> None:
-        with self._lock:
-            if self._conn_or_none is not None:
-                self._conn_or_none.close()
-                self._conn_or_none = None
-
-    def __enter__(self) -> "Registry":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"Registry({str(self.root)!r})"
 
-    # ---- plumbing ------------------------------------------------------------------------
+    # ---- plumbing (the connection, transactions: store/handle.py) ------------------------
 
-    @property
-    def _conn(self) -> sqlite3.Connection:
-        if self._conn_or_none is None:
-            raise RegistryError(f"the registry at {self.root} is closed")
-        return self._conn_or_none
+    def _closed_error(self) -> RegistryError:
+        return RegistryError(f"the registry at {self.root} is closed")
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
-                             "WHERE key = 'generation'")
-                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', '1')")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-
-    def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+    def _before_commit(self, conn: sqlite3.Connection) -> None:
+        """Every write bumps the generation serving processes poll."""
+        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+                     "WHERE key = 'generation'")
+        conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', '1')")
 
     def generation(self) -> int:
         """Bumped by every write; equal values mean nothing changed in between."""

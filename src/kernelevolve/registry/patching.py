@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import inspect
 import socket
 import time
@@ -226,8 +225,10 @@ def patch(model: Any, registry: str | Path | Registry | None = None,
         d = Dispatcher(mod, name, path, session)
         session.dispatchers.append(d)
     try:
-        session.refresh()
+        session.refresh()  # binds every version: a tampered artifact raises here, unpatched
     except BaseException:
+        if reg is not registry:
+            reg.close()
         raise
     for d in session.dispatchers:
         d.install()

@@ -16,14 +16,13 @@ processes too.
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from kernelevolve.store.connect import open_connection
 from kernelevolve.store.errors import StoreError
+from kernelevolve.store.handle import DatabaseHandle
 from kernelevolve.store.nodes import NodesMixin
 from kernelevolve.store.objects import ObjectStore
 from kernelevolve.store.records import (
@@ -38,15 +37,14 @@ def default_workspace() -> Path:
     return Path.cwd() / DEFAULT_WORKSPACE
 
 
-class Store(NodesMixin):
+class Store(NodesMixin, DatabaseHandle):
     """Open with `Store.open(path)`; use as a context manager or call `close()`."""
 
     def __init__(self, workspace: Path, conn: sqlite3.Connection):
         self.workspace = workspace
         self.db_path = workspace / DB_NAME
         self.objects = ObjectStore(workspace / OBJECTS_DIR)
-        self._conn_or_none: sqlite3.Connection | None = conn
-        self._lock = threading.RLock()
+        DatabaseHandle.__init__(self, conn)
 
     @classmethod
     def open(cls, workspace: str | Path | None = None) -> "Store":
@@ -64,46 +62,13 @@ class Store(NodesMixin):
             raise StoreError(f"{ws}: cannot create the workspace ({e.strerror})") from None
         return cls(ws, open_connection(ws / DB_NAME))
 
-    def close(self) -> None:
-        with self._lock:
-            if self._conn_or_none is not None:
-                self._conn_or_none.close()
-                self._conn_or_none = None
-
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"Store({str(self.workspace)!r})"
 
-    # -- plumbing ----------------------------------------------------------------------------
+    # -- plumbing (the connection, transactions: store/handle.py) ----------------------------
 
-    @property
-    def _conn(self) -> sqlite3.Connection:
-        if self._conn_or_none is None:
-            raise StoreError(f"the store at {self.workspace} is closed")
-        return self._conn_or_none
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; the write lock is taken at BEGIN so read-then-insert is atomic."""
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-
-    def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+    def _closed_error(self) -> StoreError:
+        return StoreError(f"the store at {self.workspace} is closed")
 
     def _missing_run(self, run_id: str) -> StoreError:
         return StoreError(f"no run {run_id} in {self.workspace}; `kernelevolve runs` lists them")
