@@ -381,3 +381,26 @@ def test_revalidate_runs_the_registered_binary_when_a_rebuild_differs(reg, searc
     assert drift["compiler_now"].startswith("g++")
     assert drift["old_binary_loads"] == "yes"
     assert drift["registered_binary"]["verdict"] == "kept"
+
+
+def test_a_triton_kernel_is_served_through_the_interpreter(tmp_path):
+    """The GPU language's path on CPU: a Triton kernel (checked, unmeasured here, so promoted
+    with force) is loaded from the registry and served; the interpreter runs it."""
+    import kernelevolve
+    from conftest import EXAMPLES
+
+    run = kernelevolve.optimize(str(PROBLEMS / "registry_rmsnorm.py"), workspace=tmp_path / "ws",
+                                seeds=[str(EXAMPLES / "rmsnorm" / "candidate_triton.py")],
+                                max_evals=1, operators=["tune"])
+    with Store.open(tmp_path / "ws") as store, Registry.open(tmp_path / "reg") as registry:
+        with pytest.raises(RegistryError, match="not a safe win .* pass --force"):
+            promote(store, registry, run.id, node=1)
+        rec = promote(store, registry, run.id, node=1, force=True, state="default", name="tnorm")
+        assert (rec.language, rec.entry["libraries"]) == ("triton", [])
+        patching.reset_coverage()
+        net = torch.nn.Sequential(import_module(PROBLEMS / "registry_rmsnorm.py").Model(1024, 1e-6))
+        x = torch.randn(64, 1024)
+        with torch.no_grad(), patching.patched(net.eval(), registry):
+            got = net(x)
+        torch.testing.assert_close(got, type(net[0]).forward(net[0], x), atol=1e-5, rtol=1e-5)
+    assert patching.coverage("tnorm")["served"] == 1
