@@ -9,6 +9,7 @@ falls back, counted under that reason.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -82,13 +83,7 @@ def bind(registry: Registry, record: KernelRecord, original: Any,
             bound.refusal = ("module", f"{original.__class__.__name__} is not the validated "
                                        f"module: {why}")
             return bound
-    try:
-        with loaded.serving():
-            kernel = loaded.model_class(*init)
-    except Exception as exc:  # noqa: BLE001 - the kernel's constructor is its own code
-        raise RegistryError(f"{record.label}: ModelNew({init}) raised "
-                            f"{type(exc).__name__}: {str(exc)[:200]}") from None
-    why = binding.tie_state(kernel, original)
+    kernel, why = _build(loaded, record, init, original)
     if why is not None:
         bound.refusal = ("module", why)
         return bound
@@ -106,6 +101,42 @@ def bind(registry: Registry, record: KernelRecord, original: Any,
 
         bound.op = register(bound, original)
     return bound
+
+
+def _build(loaded: Any, record: KernelRecord, init: list[Any], original: Any
+           ) -> tuple[Any, str | None]:
+    """ModelNew(*init) sharing the original's weights. Built on the meta device first (its
+    own weights are replaced anyway: a 20000 x 64 table need not be filled to be thrown away);
+    built for real when a tensor it keeps outside its parameters and buffers would stay on
+    meta."""
+    import torch
+
+    from kernelevolve.registry import binding
+
+    for device in ("meta", None):
+        try:
+            with loaded.serving(), (torch.device(device) if device else nullcontext()):
+                kernel = loaded.model_class(*init)
+        except Exception as exc:  # noqa: BLE001 - the kernel's constructor is its own code
+            if device == "meta":
+                continue
+            raise RegistryError(f"{record.label}: ModelNew({init}) raised "
+                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        why = binding.tie_state(kernel, original)
+        if why is not None or device is None or not _keeps_meta(kernel):
+            return kernel, why
+    raise AssertionError("unreachable")
+
+
+def _keeps_meta(module: Any) -> bool:
+    import torch
+
+    for sub in module.modules():
+        for value in list(vars(sub).values()) + list(sub._parameters.values()) + \
+                list(sub._buffers.values()):
+            if isinstance(value, torch.Tensor) and value.is_meta:
+                return True
+    return False
 
 
 def _problem_model(registry: Registry, record: KernelRecord) -> type:

@@ -19,7 +19,6 @@ Counters are per kernel name (all modules patched with it), in `Coverage`.
 from __future__ import annotations
 
 import random
-import time
 from typing import Any, Callable
 
 import torch
@@ -186,4 +185,4 @@ class Dispatcher:
                     "refused": None if b.refusal is None else f"{b.refusal[0]}: {b.refusal[1]}"}
 
         return {"path": self.path, "name": self.name, "default": one(self.default),
-                "trial": one(self.trial), "at": time.time()}
+                "trial": one(self.trial)}

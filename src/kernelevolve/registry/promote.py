@@ -84,7 +84,7 @@ def promote(store: Store, registry: Registry, run_id: str, *, node: int | None =
         "fingerprint": result.get("fingerprint") or run.fingerprint,
         "platform": run.platform or "cpu", "language": result.get("language", "unknown"),
         "provenance": {"run": run_id, "node": node_id, "operator": rec.operator,
-                       "model": (run.config or {}).get("llm"), "workspace": str(store.workspace),
+                       "model": (run.config or {}).get("llm"), "workspace": str(Path(store.workspace).resolve()),
                        "rationale": rec.rationale[:300]},
     }
     name = name or _default_name(entry["problem"]["name"])
