@@ -29,10 +29,13 @@ CPP_PROBLEMS = {
     "int_ops": PROBLEMS / "synth_int_ops.py",
     "embedding_rmsnorm": PROBLEMS / "synth_embedding_ln.py",
     "embedding_bag_sum": PROBLEMS / "synth_embedding_bag.py",
+    # NaN, inf, signed zeros, exact quotients: maximum / fmax / relu / amax / floor_divide
+    "nan_edges": PROBLEMS / "synth_nan_edges.py",
 }
 # The interpreter is slow: Triton drafts are checked on the examples and two small fusions.
 TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm",
-                   "int_ops", "mid_amax_sum_keepdim", "embedding_rmsnorm", "embedding_bag_sum"]
+                   "int_ops", "mid_amax_sum_keepdim", "embedding_rmsnorm", "embedding_bag_sum",
+                   "nan_edges"]
 
 
 def _evaluate(evaluator, problem, source, tmp_path, name):

@@ -75,7 +75,7 @@ def expr(n: KNode, x: list[str], uniform_divisor: bool = False, t: str = "float3
             "abs": f"std::fabs({a})", "neg": f"(-{a})", "exp": f"KE_EXP({a})",
             "log": f"std::log({a})", "sqrt": f"std::sqrt({a})", "rsqrt": f"(1.0f / std::sqrt({a}))",
             "sigmoid": f"ke_sigmoid({a})", "tanh": f"ke_tanh({a})",
-            "relu": f"({a} > 0.0f ? {a} : 0.0f)", "sin": f"std::sin({a})", "cos": f"std::cos({a})",
+            "relu": f"({a} < 0.0f ? 0.0f : {a})", "sin": f"std::sin({a})", "cos": f"std::cos({a})",
             "erf": f"ke_erf({a})", "reciprocal": f"(1.0f / {a})", "log1p": f"std::log1p({a})",
             "expm1": f"std::expm1({a})", "floor": f"std::floor({a})", "ceil": f"std::ceil({a})",
             "not": f"(!{a})", "exp2": f"std::exp2({a})", "log2": f"std::log2({a})",
@@ -109,9 +109,13 @@ def expr(n: KNode, x: list[str], uniform_divisor: bool = False, t: str = "float3
             return f"({a} {ops[n.op]} {b})"
         if n.op in ("shl", "shr"):
             raise NotCovered(f"{n.source_op} on {t} is not covered")
-        return {"max": f"({a} > {b} ? {a} : {b})", "min": f"({a} < {b} ? {a} : {b})",
+        # maximum / minimum propagate NaN (either side); fmax / fmin return the other side
+        return {"max": f"(({a} > {b} || {a} != {a}) ? {a} : {b})",
+                "min": f"(({a} < {b} || {a} != {a}) ? {a} : {b})",
+                "fmax": f"(({a} > {b} || {b} != {b}) ? {a} : {b})",
+                "fmin": f"(({a} < {b} || {b} != {b}) ? {a} : {b})",
                 "rsub": f"({b} - {a})", "leaky_relu": f"({a} > 0.0f ? {a} : {a} * {b})",
-                "rem": f"ke_frem({a}, {b})", "floordiv": f"std::floor({a} / {b})",
+                "rem": f"ke_frem({a}, {b})", "floordiv": f"ke_ffloordiv({a}, {b})",
                 "truncdiv": f"std::trunc({a} / {b})"}[n.op]
     if n.kind == "where":
         return f"({a} ? {x[1]} : {x[2]})"

@@ -190,6 +190,21 @@ static inline float ke_frem(float a, float b) {
     const float r = std::fmod(a, b);
     return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
 }
+// torch.floor_divide on floats (c10's div_floor_floating): floor(a / b) rounds the quotient
+// first and is off by one when a / b rounds up to an integer (a = 1, b = 0.1: 10, torch 9).
+// So: the exact multiple (a - fmod(a, b)) / b, one less when the remainder's sign differs
+// from b's, snapped to the nearest integer; a zero quotient keeps the sign of a / b, and a
+// zero divisor gives a / b (inf or NaN), as torch does.
+static inline float ke_ffloordiv(float a, float b) {
+    if (b == 0.0f) return a / b;
+    const float mod = std::fmod(a, b);
+    float div = (a - mod) / b;
+    if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) div -= 1.0f;
+    if (div == 0.0f) return std::copysign(0.0f, a / b);
+    float fl = std::floor(div);
+    if (div - fl > 0.5f) fl += 1.0f;
+    return fl;
+}
 // torch.bucketize: the first boundary >= v (right: > v); the negated tests send NaN to the
 // end, as torch's own search does.
 template <typename T, typename B>

@@ -168,7 +168,7 @@ class KernelWriter(KernelWriterBase):
                 out.append(f"{ind}    " + self.define(n, "base + j"))
         for n in reds:
             out.append(f"{ind}    " + self.step(n, self.ref(n.args[0], "base + j"),
-                                                f"acc_{n.name}[j]"))
+                                                f"acc_{n.name}[j]", flagged=False))
         out += [f"{ind}}}", "        }",
                 "        // epilogue and store",
                 "        #pragma omp simd",
@@ -215,9 +215,18 @@ class KernelWriter(KernelWriterBase):
         return [n.name for n in k.nodes if n.name in set(frontier) and costly(n.name, set())]
 
     @staticmethod
-    def step(n: KNode, v: str, acc: str) -> str:
-        return {"max": f"{acc} = {v} > {acc} ? {v} : {acc};",
-                "min": f"{acc} = {v} < {acc} ? {v} : {acc};"}.get(n.op, f"{acc} += {v};")
+    def step(n: KNode, v: str, acc: str, flagged: bool = True) -> str:
+        """One element into an accumulator. max / min propagate NaN as torch's amax / amin
+        do: `omp simd reduction(max:)` combines its lanes with a compare that drops NaN, so
+        a NaN is remembered in an int flag (`nan_<acc>`, reduced with |) and applied after
+        the loop; an accumulator no reduction clause combines (`flagged=False`) takes the
+        NaN directly."""
+        if n.op not in ("max", "min"):
+            return f"{acc} += {v};"
+        cmp = ">" if n.op == "max" else "<"
+        if not flagged:
+            return f"{acc} = ({v} {cmp} {acc} || {v} != {v}) ? {v} : {acc};"
+        return f"{acc} = {v} {cmp} {acc} ? {v} : {acc}; nan_{acc} |= ({v} != {v});"
 
     def row_body(self) -> list[str]:
         k = self.k
@@ -242,6 +251,8 @@ class KernelWriter(KernelWriterBase):
             out.append("    int64_t carried_row = -1;")
             out += [f"    float carry_{n.name} = 0.0f;" for n in k.nodes
                     if n.kind == "reduce" and n.level == 1]
+            out += [f"    int nan_carry_{n.name} = 0;" for n in k.nodes
+                    if n.kind == "reduce" and n.level == 1 and _nan(n)]
         out += ["    #pragma omp for KE_SCHEDULE",
                 "    for (int64_t r = 0; r < rows; ++r) {"]
         ind = "        "
@@ -266,7 +277,6 @@ class KernelWriter(KernelWriterBase):
                      and len({n.args[0].name for n in first}) == 1)
         init = {"sum": "0.0f", "mean": "0.0f", "var": "0.0f", "max": "(-INFINITY)",
                 "min": "INFINITY"}
-        clause = {"sum": "+", "mean": "+", "var": "+", "max": "max", "min": "min"}
         for level in range(1, k.levels + 1):
             reds = [n for n in k.nodes if n.kind == "reduce" and n.level == level]
             out.append(f"{ind}// pass {level}: " + ", ".join(
@@ -274,7 +284,8 @@ class KernelWriter(KernelWriterBase):
             if fuse_next and level == 1:
                 out.append(f"{ind}if (carried_row != r) {{  // not taken along the previous row")
                 out += [f"{ind}    carry_{n.name} = {init[n.op]};" for n in reds]
-                red = " ".join(f"reduction({clause[n.op]}:carry_{n.name})" for n in reds)
+                out += [f"{ind}    nan_carry_{n.name} = 0;" for n in reds if _nan(n)]
+                red = " ".join(_clauses(n, "carry_") for n in reds)
                 out.append(f"{ind}    #pragma omp simd {red}")
                 out.append(f"{ind}    for (int64_t c = 0; c < cols; ++c) {{")
                 for n in reds:
@@ -282,7 +293,7 @@ class KernelWriter(KernelWriterBase):
                     out.append(f"{ind}        " + self.step(n, v, "carry_" + n.name))
                 out.append(f"{ind}    }}")
                 out.append(f"{ind}}}")
-                out += [f"{ind}const float v_{n.name} = carry_{n.name};" for n in reds]
+                out += [f"{ind}const float v_{n.name} = {_final(n, 'carry_')};" for n in reds]
                 out.append(f"{ind}const float* next_r = r + 1 < rows ? in0_r + cols : in0_r;"
                            .replace("in0_r", self.inputs[first[0].args[0].name][0]))
                 out += [ind + self.define(n, "c") for n in k.nodes
@@ -290,12 +301,14 @@ class KernelWriter(KernelWriterBase):
                 continue
             for n in reds:
                 out.append(f"{ind}float acc_{n.name} = {init[n.op]};")
+                out += [f"{ind}int nan_acc_{n.name} = 0;"] if _nan(n) else []
             if fuse_next and level == k.levels:
                 for n in first:
                     out.append(f"{ind}float next_{n.name} = {init[n.op]};")
-            red = " ".join(f"reduction({clause[n.op]}:acc_{n.name})" for n in reds)
+                    out += [f"{ind}int nan_next_{n.name} = 0;"] if _nan(n) else []
+            red = " ".join(_clauses(n, "acc_") for n in reds)
             if fuse_next and level == k.levels:
-                red += " " + " ".join(f"reduction({clause[n.op]}:next_{n.name})" for n in first)
+                red += " " + " ".join(_clauses(n, "next_") for n in first)
             out.append(f"{ind}#pragma omp simd {red}")
             out.append(f"{ind}for (int64_t c = 0; c < cols; ++c) {{")
             for n in self.closure([n.args[0].name for n in reds]):
@@ -311,11 +324,13 @@ class KernelWriter(KernelWriterBase):
             out.append(f"{ind}}}")
             if fuse_next and level == k.levels:
                 out += [f"{ind}carry_{n.name} = next_{n.name};" for n in first]
+                out += [f"{ind}nan_carry_{n.name} = nan_next_{n.name};" for n in first
+                        if _nan(n)]
                 out.append(f"{ind}carried_row = r + 1;")
             for n in reds:
                 post = {"mean": f"acc_{n.name} / (float)cols",
                         "var": f"acc_{n.name} / (float)(cols - {lit(n.attrs.get('correction', 1.0))})"}
-                out.append(f"{ind}const float v_{n.name} = {post.get(n.op, 'acc_' + n.name)};")
+                out.append(f"{ind}const float v_{n.name} = {post.get(n.op, _final(n, 'acc_'))};")
             out += [ind + self.define(n, "c") for n in k.nodes
                     if n.layout in ("row", "scalar") and n.level == level and n.kind != "reduce"]
         full_outs = [(n, o) for n, o in self.outputs.items() if self.nodes[n].layout == "full"]
@@ -339,3 +354,21 @@ class KernelWriter(KernelWriterBase):
             out.append("    std::free(scratch);")
         out.append("    }")
         return out
+
+
+_CLAUSE = {"sum": "+", "mean": "+", "var": "+", "max": "max", "min": "min"}
+
+
+def _nan(n: KNode) -> bool:
+    """A reduction that keeps a NaN flag beside its accumulator (max, min)."""
+    return n.op in ("max", "min")
+
+
+def _clauses(n: KNode, prefix: str) -> str:
+    acc = f"{prefix}{n.name}"
+    return f"reduction({_CLAUSE[n.op]}:{acc})" + (f" reduction(|:nan_{acc})" if _nan(n) else "")
+
+
+def _final(n: KNode, prefix: str) -> str:
+    acc = f"{prefix}{n.name}"
+    return f"(nan_{acc} ? NAN : {acc})" if _nan(n) else acc

@@ -136,9 +136,7 @@ class _KernelWriter(KernelWriterBase):
         inner += [self.define(n) for n in k.nodes if n.layout == "full"]
         for n in reds:
             v = f"tl.where(mask, {self.ref(n.args[0])}, {init.get(n.op, '0.0')})"
-            inner.append({"max": f"acc_{n.name} = tl.maximum(acc_{n.name}, {v})",
-                          "min": f"acc_{n.name} = tl.minimum(acc_{n.name}, {v})"}.get(
-                              n.op, f"acc_{n.name} += {v}"))
+            inner.append(_step(n, v))
         out.append("for f in range(0, nred):")
         out += ["    " + line for line in inner]
         for n in reds:
@@ -182,16 +180,14 @@ class _KernelWriter(KernelWriterBase):
             inner += [self.define(n) for n in nodes]
             for n in reds:
                 v = f"tl.where(mask, {self.ref(n.args[0])}, {init.get(n.op, '0.0')})"
-                if n.op == "max":
-                    inner.append(f"acc_{n.name} = tl.maximum(acc_{n.name}, {v})")
-                elif n.op == "min":
-                    inner.append(f"acc_{n.name} = tl.minimum(acc_{n.name}, {v})")
-                else:
-                    inner.append(f"acc_{n.name} += {v}")
+                inner.append(_step(n, v))
             out += ["    " + line for line in inner]
             for n in reds:
                 fn = {"max": "tl.max", "min": "tl.min"}.get(n.op, "tl.sum")
                 red = f"{fn}(acc_{n.name}, axis=1)[:, None]"
+                if n.op in ("max", "min"):  # a NaN lane makes the row's max NaN, as in torch
+                    red = (f"tl.where(tl.sum((acc_{n.name} != acc_{n.name}).to(tl.int32), "
+                           f"axis=1)[:, None] > 0, float(\"nan\"), {red})")
                 if n.op == "mean":
                     red += " / cols"
                 elif n.op == "var":
@@ -290,3 +286,12 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     if gathers:
         out += [f"if {k.name}_bad.item():", '    raise IndexError("index out of range in self")']
     return out
+
+
+def _step(n: KNode, v: str) -> str:
+    """One tile into an accumulator; max / min keep a NaN once seen (torch's amax / amin)."""
+    acc = f"acc_{n.name}"
+    if n.op in ("max", "min"):
+        cmp = ">" if n.op == "max" else "<"
+        return f"{acc} = tl.where(({v} {cmp} {acc}) | ({v} != {v}), {v}, {acc})"
+    return f"{acc} += {v}"

@@ -20,7 +20,7 @@ UNARY = {
 BINARY = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "max", "minimum": "min",
     "pow": "pow", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
-    "logical_and": "and", "logical_or": "or", "rsub": "rsub", "fmax": "max", "fmin": "min",
+    "logical_and": "and", "logical_or": "or", "rsub": "rsub", "fmax": "fmax", "fmin": "fmin",
     "remainder": "rem", "floor_divide": "floordiv", "bitwise_and": "band", "bitwise_or": "bor",
     "bitwise_xor": "bxor", "__lshift__": "shl", "__rshift__": "shr", "bitwise_left_shift": "shl",
     "bitwise_right_shift": "shr",

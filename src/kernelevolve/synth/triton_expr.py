@@ -18,6 +18,15 @@ HELPERS = {
                   "    # a // b rounded toward minus infinity (Triton's // truncates, like C)",
                   "    q = a // b", "    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), "
                   "q - 1, q)"],
+    "_ke_ffloordiv": ["@triton.jit", "def _ke_ffloordiv(a, b):",
+                   "    # torch.floor_divide on floats: the exact multiple, not floor(a / b)",
+                   "    mod = a % b  # on floats: fmod (truncated, exact)",
+                   "    div = (a - mod) / b",
+                   "    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)",
+                   "    fl = tl.floor(div)",
+                   "    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)",
+                   "    zero = tl.where((a / b) < 0, -0.0, 0.0)",
+                   "    return tl.where(b == 0, a / b, tl.where(div == 0, zero, fl))"],
     "_ke_bucketize": ["@triton.jit", "def _ke_bucketize(x, table, n, RIGHT: tl.constexpr):",
                   "    # boundaries before x, counted (sorted boundaries: torch.bucketize's index)",
                   "    count = tl.zeros_like(x).to(tl.int64)",
@@ -76,7 +85,7 @@ def expr(n: KNode, x: list[str], t: str = "float32") -> str:
         return {
             "abs": f"tl.abs({a})", "neg": f"(-{a})", "exp": f"tl.exp({a})", "log": f"tl.log({a})",
             "sqrt": f"tl.sqrt({a})", "rsqrt": f"tl.rsqrt({a})", "sigmoid": f"tl.sigmoid({a})",
-            "tanh": tanh.format(a), "relu": f"tl.maximum({a}, 0.0)", "sin": f"tl.sin({a})",
+            "tanh": tanh.format(a), "relu": f"tl.where({a} < 0.0, 0.0, {a})", "sin": f"tl.sin({a})",
             "cos": f"tl.cos({a})", "erf": f"tl.math.erf({a})", "reciprocal": f"(1.0 / {a})",
             "log1p": f"tl.log(1.0 + {a})", "expm1": f"(tl.exp({a}) - 1.0)",
             "floor": f"tl.floor({a})", "ceil": f"tl.ceil({a})", "not": f"({a} == 0)",
@@ -102,10 +111,14 @@ def expr(n: KNode, x: list[str], t: str = "float32") -> str:
             return f"({a} {ops[n.op]} {b})"
         if n.op in ("shl", "shr"):
             raise NotCovered(f"{n.source_op} on {t} is not covered")
-        return {"max": f"tl.maximum({a}, {b})", "min": f"tl.minimum({a}, {b})",
+        # maximum / minimum propagate NaN (either side); fmax / fmin return the other side
+        return {"max": f"tl.where(({a} > {b}) | ({a} != {a}), {a}, {b})",
+                "min": f"tl.where(({a} < {b}) | ({a} != {a}), {a}, {b})",
+                "fmax": f"tl.where(({a} > {b}) | ({b} != {b}), {a}, {b})",
+                "fmin": f"tl.where(({a} < {b}) | ({b} != {b}), {a}, {b})",
                 "rsub": f"({b} - {a})",
                 "leaky_relu": f"tl.where({a} > 0, {a}, {a} * {b})",
-                "rem": f"_ke_rem({a}, {b})", "floordiv": f"tl.floor({a} / {b})",
+                "rem": f"_ke_rem({a}, {b})", "floordiv": f"_ke_ffloordiv({a}, {b})",
                 "truncdiv": f"_ke_trunc({a} / {b})"}[n.op]
     if n.kind == "where":
         return f"tl.where({a}, {x[1]}, {x[2]})"
