@@ -403,6 +403,9 @@ def _register_subapps() -> None:
                   help="Promoted kernels: list, show, promote, set-state, rollback, stats, "
                        "revalidate.")
     app.command("promote")(promote_cmd)
+    from kernelevolve.bench.cli import bench_cmd
+
+    app.command("bench")(bench_cmd)
 
 
 try:

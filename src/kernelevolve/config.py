@@ -51,6 +51,8 @@ class RunConfig:
     # timed once (in the run's first evaluation) for the prompt, unless compile_figures is off.
     baseline: str = "eager"
     compile_figures: bool = True
+    # Time torch.compile once per run without an LLM too (kernelevolve bench: fast_p over it).
+    time_compile: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -100,7 +102,7 @@ class RunConfig:
 
 _FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", "notes",
               "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address",
-              "stage_timeout", "baseline", "compile_figures",
+              "stage_timeout", "baseline", "compile_figures", "time_compile",
               "agent", "agent_turns"}  # the LLM's tool loop (operators/agent.py)
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup",

@@ -51,6 +51,8 @@ class Run:
         self.store, self.workspace = store, Path(workspace)
         self.id = store.get_run(run_id).id
         self.config = RunConfig.from_dict(self.record.config)
+        # the run's one torch.compile timing (search/baselines.py): set when the search starts
+        self._compile_done, self._compile_pending = True, False
 
     # ---- creation and loading ----------------------------------------------------------------
     @classmethod
@@ -336,9 +338,9 @@ class Run:
 
     def _wants_compile_figures(self) -> bool:
         cfg = self.config
-        return (cfg.baseline == "eager" and cfg.compile_figures and "llm" in cfg.operators
-                and not getattr(self, "_compile_done", True)
-                and not getattr(self, "_compile_pending", False))
+        return (cfg.baseline == "eager" and cfg.compile_figures
+                and ("llm" in cfg.operators or cfg.time_compile)
+                and not self._compile_done and not self._compile_pending)
 
     def _check_fingerprint(self, current: dict[str, Any], force: bool) -> None:
         stored = self.record.fingerprint or {}
