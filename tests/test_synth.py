@@ -31,11 +31,13 @@ CPP_PROBLEMS = {
     "embedding_bag_sum": PROBLEMS / "synth_embedding_bag.py",
     # NaN, inf, signed zeros, exact quotients: maximum / fmax / relu / amax / floor_divide
     "nan_edges": PROBLEMS / "synth_nan_edges.py",
+    # a (C, 1, 1) bias and scale after a convolution: per-channel operands over the rows
+    "chan_bias": PROBLEMS / "synth_chan_bias.py",
 }
 # The interpreter is slow: Triton drafts are checked on the examples and two small fusions.
 TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm",
                    "int_ops", "mid_amax_sum_keepdim", "embedding_rmsnorm", "embedding_bag_sum",
-                   "nan_edges"]
+                   "nan_edges", "chan_bias"]
 
 
 def _evaluate(evaluator, problem, source, tmp_path, name):
@@ -250,3 +252,40 @@ def get_init_inputs():
     drawn.write_text(body.format(extra="NOISE = torch.randn(DIM)", use=" + NOISE"))
     text = explain_problem(str(drawn))
     assert text.startswith("not covered: Model.__init__ reads the module-level NOISE")
+
+
+def test_per_channel_operands_are_read_by_row_group():
+    from kernelevolve.synth.kernel import chan_block, layout_of_shape
+
+    domain = (8, 32, 48, 48)
+    assert chan_block((32, 1, 1), domain) == (1, 2)
+    assert chan_block((1, 32, 1, 1), domain) == (1, 2)
+    assert chan_block((8, 32, 1, 1), domain) == (0, 2)
+    assert chan_block((32, 48, 1), domain) == (1, 3)
+    assert chan_block((32, 1, 48), domain) is None     # varies along the last dim too
+    assert chan_block((16, 1, 1), domain) is None      # not the domain's channel count
+    assert layout_of_shape((32, 1, 1), domain) == "chan"
+    assert layout_of_shape((48,), domain) == "col"
+    p = plan(capture(str(PROBLEMS / "synth_chan_bias.py")))
+    k, = p.kernels
+    assert sorted(i.layout for i in k.inputs) == ["chan", "chan", "full"]
+
+
+def test_a_parameter_viewed_onto_the_channels_is_read_per_channel(evaluator, tmp_path):
+    """(W,) viewed as (W, 1) broadcasts along the channels of (B, C, W) with C == W: read as a
+    per-column parameter it would pass a shape check and be wrong; the harness says which."""
+    path = tmp_path / "view_param.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.randn(16))\n"
+        "    def forward(self, x):\n"
+        "        return torch.relu(x + self.w.view(16, 1))\n"
+        "def get_inputs():\n    return [torch.randn(4, 16, 16)]\n"
+        "def get_init_inputs():\n    return []\n")
+    assert "view [chan]" in explain_problem(str(path))
+    source, _ = synthesize(str(path), "cpp")
+    result = _evaluate(evaluator, path, source, tmp_path, "view_param_cand")
+    assert result.accepted, result.reason

@@ -61,7 +61,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     for w in kernels:
         ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
         ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
-        ints += sum(1 for i in w.k.inputs if i.layout in ("table", "gtable"))
+        ints += sum(1 if i.layout in ("table", "gtable") else 2 if i.layout == "chan" else 0
+                    for i in w.k.inputs)
         flag = " + [ctypes.c_void_p]" if w.gathers else ""
         lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
                      f"[ctypes.c_int64] * {ints}{flag}")

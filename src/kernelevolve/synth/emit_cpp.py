@@ -31,6 +31,7 @@ class KernelWriter(KernelWriterBase):
         if a.name in self.inputs:
             arg, inp = self.inputs[a.name]
             return {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[r]",
+                    "chan": f"{arg}[(r / {arg}_in) % {arg}_sp]",
                     "scalar": f"{arg}[0]", "table": arg, "gtable": arg,
                     "index": f"{arg}[o * nred + f]"}[inp.layout]
         return "v_" + a.name
@@ -88,8 +89,11 @@ class KernelWriter(KernelWriterBase):
             args += ["int64_t n"] if self.k.flat else ["int64_t rows", "int64_t cols"]
         # bucketize boundaries and embedding tables: their lengths come last, then the flag
         # an embedding lookup raises when an index is out of range
-        args += [f"int64_t {arg}_n" for arg, inp in self.inputs.values()
-                 if inp.layout in ("table", "gtable")]
+        for arg, inp in self.inputs.values():  # in the order module.table_args passes them
+            if inp.layout in ("table", "gtable"):
+                args.append(f"int64_t {arg}_n")
+            elif inp.layout == "chan":
+                args += [f"int64_t {arg}_in", f"int64_t {arg}_sp"]
         if self.gathers:
             args.append("int32_t* bad_index")
         return f'extern "C" void {self.k.name}({", ".join(args)})'

@@ -72,7 +72,10 @@ class _KernelWriter(KernelWriterBase):
     def write(self) -> str:
         k = self.k
         args = [a for a, _ in self.inputs.values()] + list(self.outputs.values())
-        tables = [f"{a}_n" for a, i in self.inputs.values() if i.layout in ("table", "gtable")]
+        tables = []  # in the order module.table_args passes them
+        for a, i in self.inputs.values():
+            tables += ([f"{a}_n"] if i.layout in ("table", "gtable") else
+                       [f"{a}_in", f"{a}_sp"] if i.layout == "chan" else [])
         tables += ["bad_index"] if self.gathers else []
         if k.flat:
             args += ["n", *tables, "BLOCK: tl.constexpr"]
@@ -93,6 +96,9 @@ class _KernelWriter(KernelWriterBase):
                 out.append(f"x_{arg} = tl.load({arg})")
             elif inp.layout == "row" and not self.k.flat:
                 out.append(f"x_{arg} = tl.load({arg} + row_idx, mask=row_ok, other=0.0)[:, None]")
+            elif inp.layout == "chan":
+                out.append(f"x_{arg} = tl.load({arg} + (row_idx // {arg}_in) % {arg}_sp, "
+                           "mask=row_ok, other=0.0)[:, None]")
         return out + self.gather_rows("x_", "row_ok[:, None]")
 
     def gather_rows(self, prefix: str, ok: str) -> list[str]:

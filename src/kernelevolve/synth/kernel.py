@@ -3,7 +3,8 @@
 A kernel works on a *domain* (R..., C): the shape of its largest elementwise value, seen as
 `rows x cols` with cols the last dim. Each value in a kernel has a *layout* saying what it
 varies with: "full" (row and column), "row" (one value per row), "col" (one value per column:
-a per-feature parameter) or "scalar"; mid reduction kernels add "mid" (a reduced value).
+a per-feature parameter), "chan" (a kernel input that is one value per group of rows: a
+per-channel parameter broadcast over the rows of (B, C, H, W)) or "scalar"; mid reduction kernels add "mid" (a reduced value).
 Operands read in a special role have their own layouts: "table" (bucketize's 1-D
 boundaries), "gtable" (an embedding table, rows read by index) and "index" (an embedding
 lookup's indices inside a mid reduction).
@@ -35,6 +36,9 @@ class KInput:
     name: str                  # the graph value read
     layout: str
     dtype: str
+    # "chan" inputs: the block [a, b) of domain dims they vary along (a (C, 1, 1) bias over
+    # (B, C, H, W) is (1, 2)): row r reads element (r / prod(dims b..-1)) % prod(dims a..b)
+    block: tuple[int, int] | None = None
 
 
 @dataclass
@@ -90,7 +94,26 @@ def layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...]) -> str | No
     rows_shape = strip(domain[:-1])
     if shape and shape[-1] == 1 and strip(shape[:-1]) == rows_shape:
         return "row"
+    if chan_block(shape, domain) is not None:
+        return "chan"
     return None
+
+
+def chan_block(shape: tuple[int, ...], domain: tuple[int, ...]) -> tuple[int, int] | None:
+    """The dims [a, b) a broadcast operand varies along, when they are one block of the
+    domain's dims ending before the last (the (C, 1, 1) bias or scale after a convolution,
+    a (1, N, 1) over (B, N, D)); None for any other shape."""
+    nd = len(domain)
+    if len(shape) > nd:
+        return None
+    padded = (1,) * (nd - len(shape)) + tuple(shape)
+    varying = [i for i, size in enumerate(padded) if size != 1]
+    if not varying:
+        return None
+    a, b = varying[0], varying[-1] + 1
+    if b >= nd or any(padded[i] != domain[i] for i in range(a, b)):
+        return None
+    return a, b
 
 
 def operand_role(kind: str, j: int) -> str | None:

@@ -207,10 +207,19 @@ def call_setup(k: Kernel, g: Graph, ref: Reference) -> tuple[list[str], list[str
 
 
 def table_args(k: Kernel, names: list[str]) -> list[str]:
-    """The lengths a kernel takes after its shape arguments: bucketize boundaries (numel) and
-    embedding tables (rows)."""
-    return [f"{n}.numel()" if i.layout == "table" else f"{n}.shape[0]"
-            for n, i in zip(names, k.inputs) if i.layout in ("table", "gtable")]
+    """The sizes a kernel takes after its shape arguments, per input in order: bucketize
+    boundaries (numel), embedding tables (rows), and a per-channel input's row grouping (rows
+    per channel value, channel count), read from the domain's run-time shape."""
+    out, nd, shape = [], len(k.domain), f"{k.name}_shape"
+    for n, i in zip(names, k.inputs):
+        if i.layout == "table":
+            out.append(f"{n}.numel()")
+        elif i.layout == "gtable":
+            out.append(f"{n}.shape[0]")
+        elif i.layout == "chan":
+            a, b = i.block
+            out += [f"{shape}[{b}:{nd - 1}].numel()", f"{shape}[{a}:{b}].numel()"]
+    return out
 
 
 def new_like(k: Kernel, out, shape: str, named: dict[str, str]) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 
 from kernelevolve.synth.capture import Capture, Graph, NotCovered, Ref, Value
 from kernelevolve.synth.kernel import (KInput, KNode, KOutput, Kernel, domain_source,
-                                       layout_of_shape, operand_role, role_layout,
+                                       chan_block, layout_of_shape, operand_role, role_layout,
                                        row_shape_ok, strip)
 from kernelevolve.synth.ops import ELEMENT_TYPES, normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
@@ -193,7 +193,8 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
         layout[a.name], level[a.name] = lay, 0
         if role:
             roles[a.name] = role
-        inputs.append(KInput(a.name, lay, v.dtype))
+        inputs.append(KInput(a.name, lay, v.dtype,
+                             chan_block(v.shape, domain) if lay == "chan" else None))
 
     roles: dict[str, str] = {}
     for n in names:
@@ -217,11 +218,16 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
                 raise NotCovered(f"embedding lookup of shape {v.shape} is not the kernel domain "
                                  f"{domain}")
         elif kind == "view":
-            lay = lays[0]
+            lay = "row" if lays[0] == "chan" else lays[0]
+            if lays[0] in ("col", "chan") and refs[0] not in inside and \
+                    layout_of_shape(v.shape, domain) != lays[0]:
+                raise NotCovered(f"{v.op} turns {refs[0]} of shape {g.values[refs[0]].shape} "
+                                 f"into {v.shape}, which broadcasts along other dims")
             if lay == "full" and strip(v.shape) != strip(domain):
                 raise NotCovered(f"{v.op} reshapes the rows ({g.values[refs[0]].shape} -> "
                                  f"{v.shape}); not covered inside a kernel")
         else:
+            lays = ["row" if x == "chan" else x for x in lays]  # per-channel: one per row
             lay = max(lays, key=ORDER.get) if lays else "scalar"
             if "row" in lays and "col" in lays:
                 lay = "full"
@@ -253,6 +259,8 @@ def _build_kernel(g: Graph, graphs, names: list[str], norm, users, kname: str) -
                                  "full-size int64, int32 and bool outputs are covered")
             if layout[n] not in ("full", "row"):
                 raise NotCovered(f"kernel output {n} is a per-column or scalar value")
+            if layout[n] == "row" and not _rows_shaped(tuple(v.shape), domain):
+                raise NotCovered(f"kernel output {n} (shape {v.shape}) is a per-channel value")
             outputs.append(KOutput(n, layout[n], v.shape, v.dtype))
     domain_of, lookup = domain_source(inputs, nodes, kname)
     if any(kn.dtype in ("int64", "int32") for kn in nodes if kn.level > 0):
@@ -295,3 +303,9 @@ def _label(g: Graph, name: str) -> str:
 
 def explain_error(exc: NotCovered) -> str:
     return f"not covered: {exc}"
+
+
+def _rows_shaped(shape: tuple[int, ...], domain: tuple[int, ...]) -> bool:
+    """A row output has the domain's rows: (..., R, 1) or (..., R)."""
+    rows = strip(tuple(domain[:-1]))
+    return strip(shape[:-1] if shape and shape[-1] == 1 else shape) == rows
