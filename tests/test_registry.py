@@ -404,3 +404,22 @@ def test_a_triton_kernel_is_served_through_the_interpreter(tmp_path):
             got = net(x)
         torch.testing.assert_close(got, type(net[0]).forward(net[0], x), atol=1e-5, rtol=1e-5)
     assert patching.coverage("tnorm")["served"] == 1
+
+
+def test_a_tampered_version_arriving_live_falls_back_instead_of_raising(reg, searched):
+    """At patch time a tampered artifact is an error; promoted later into a live model it must
+    not break the model's forward: its calls fall back, counted, and the reason is kept."""
+    net = Net(_model_cls(searched)).eval()
+    x = torch.randn(64, 1024)
+    with torch.no_grad(), patching.patched(net, reg, refresh_s=0) as session:
+        net.norm(x)
+        entry = json.loads(json.dumps(reg.get("rmsnorm", 1).entry))
+        entry["libraries"][0]["sha256"] = "0" * 64  # what the registry says != the bytes
+        reg.add("rmsnorm", entry, state="default", who="test")
+        out = net.norm(x)
+        again = patching.patch(net, reg)  # the same modules twice: the second one skips
+    torch.testing.assert_close(out, type(net.norm).forward(net.norm, x))
+    cov = patching.coverage("rmsnorm")
+    assert cov["served_by_version"] == {"1": 1} and cov["fallbacks"] == {"artifact": 1}
+    assert "does not match its recorded hash" in session.problems[0]
+    assert again.dispatchers == [] and again.report()[0]["skipped"].startswith("already patched")

@@ -72,31 +72,47 @@ class PatchSession:
         if now < self._next_check:
             return
         self._next_check = now + self.options.refresh_s
-        generation = self.registry.generation()
-        if generation != self._generation:
-            self.refresh(generation)
+        try:
+            generation = self.registry.generation()
+            if generation != self._generation:
+                self.refresh(generation, strict=False)
+        except Exception as exc:  # noqa: BLE001 - a registry gone bad must not break serving
+            self.problems.append(f"refresh failed, states kept: {type(exc).__name__}: {exc}")
 
-    def refresh(self, generation: int | None = None) -> None:
-        """Re-read every patched name's versions and states from the registry."""
+    def refresh(self, generation: int | None = None, strict: bool = True) -> None:
+        """Re-read every patched name's versions and states from the registry. `strict`
+        (at patch time): a version that cannot be bound (a tampered artifact) raises; live
+        (strict=False): it is kept with a refusal, so its calls fall back, counted."""
         self._generation = self.registry.generation() if generation is None else generation
         for d in self.dispatchers:
             default, trial = self.registry.serving(d.name)
-            d.default = self._bound(d, default, d.default)
-            d.trial = self._bound(d, trial, d.trial)
+            d.default = self._bound(d, default, d.default, strict)
+            d.trial = self._bound(d, trial, d.trial, strict)
 
-    def _bound(self, d: Dispatcher, rec: KernelRecord | None, old: Bound | None) -> Bound | None:
+    def _bound(self, d: Dispatcher, rec: KernelRecord | None, old: Bound | None,
+               strict: bool = True) -> Bound | None:
         if rec is None:
             return None
         if old is not None and old.record.version == rec.version:
             old.record = rec  # same artifacts, maybe a new state
             return old
-        return bind(self.registry, rec, d.module, self.init_for(d), self.options.custom_op)
+        try:
+            return bind(self.registry, rec, d.module, self.init_for(d), self.options.custom_op)
+        except RegistryError as exc:
+            if strict:
+                raise
+            from kernelevolve.registry.region import Region
+
+            self.problems.append(str(exc))
+            return Bound(record=rec, region=Region(rec.entry["region"]),
+                         refusal=("artifact", str(exc)))
 
     def init_for(self, d: Dispatcher) -> list[Any] | None:
         fn = self.init_inputs.get(d.name) if self.init_inputs else None
         return list(fn(d.module)) if fn is not None else None
 
     init_inputs: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)  # what went wrong while serving, kept
 
     def demote(self, d: Dispatcher, trial: Bound, cov: Coverage) -> None:
         why = (f"shadow: {cov.shadow_mismatches} mismatch(es) in {cov.shadow_calls} compared "
@@ -105,9 +121,13 @@ class PatchSession:
             if other.name == d.name and other.trial is trial:
                 other.trial = None
         if self.options.demote:
-            self.registry.demote(trial.record.name, trial.record.version, why,
-                                 data={"mismatches": cov.mismatches})
-            self._generation = self.registry.generation()
+            try:
+                self.registry.demote(trial.record.name, trial.record.version, why,
+                                     data={"mismatches": cov.mismatches})
+                self._generation = self.registry.generation()
+            except Exception as exc:  # noqa: BLE001 - demoted here even if not recorded
+                self.problems.append(f"could not record the demotion of {trial.record.label} "
+                                     f"({type(exc).__name__}: {exc}); it is off in this process")
 
     # ---- reporting -----------------------------------------------------------------------
 
@@ -221,6 +241,10 @@ def patch(model: Any, registry: str | Path | Registry | None = None,
         if mod is model:
             session.skipped.append({"path": path or "(root)", "name": name, "skipped":
                                     "the model itself is the problem's module; patch its parent"})
+            continue
+        if hasattr(vars(mod).get("forward"), "__kernelevolve_dispatcher__"):
+            session.skipped.append({"path": path, "name": name,
+                                    "skipped": "already patched (unpatch the other session)"})
             continue
         d = Dispatcher(mod, name, path, session)
         session.dispatchers.append(d)
