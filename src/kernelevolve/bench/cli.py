@@ -21,7 +21,7 @@ def _user_errors():
 
 
 def bench_cmd(
-    paths: list[Path] = typer.Argument(..., metavar="PATH...",
+    paths: list[Path] = typer.Argument(..., metavar="PATH",
                                        help="Problem files, or folders of them."),
     name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
                                        help="Campaign name (derived from the problem list); "
