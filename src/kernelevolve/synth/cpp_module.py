@@ -8,7 +8,7 @@ from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
                                        ident, imports_of, problem_name, table_args, torch_step,
                                        var)
-from kernelevolve.synth.plan import Kernel, Plan
+from kernelevolve.synth.plan import Kernel, LoopKind, Plan
 
 
 # (name, comment lines, default, values): declared when the kernels read them (cpp_prelude.py)
@@ -60,9 +60,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
               '                + (("-mprefer-vector-width=512",) if WIDE_VECTORS else ()))']
     for w in kernels:
         ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
-        ints = 3 if w.k.mid_dim is not None else (1 if w.k.flat else 2)
-        ints += sum(1 if i.layout in ("table", "gtable") else 2 if i.layout == "chan" else 0
-                    for i in w.k.inputs)
+        ints = len(w.s.shape_args) + len(w.s.size_args)
         flag = " + [ctypes.c_void_p]" if w.gathers else ""
         lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
                      f"[ctypes.c_int64] * {ints}{flag}")
@@ -88,11 +86,12 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     outs = [var(g, o.name, ref) for o in k.outputs]
     args = [f"{n}.data_ptr()" for n in names + outs]
     numel = f"{k.name}_shape.numel()"
-    if k.mid_dim is not None:
+    loop = k.schedule.loop
+    if loop is LoopKind.MID:
         d = k.mid_dim
         args += [f"{k.name}_shape[:{d}].numel()", f"{k.name}_shape[{d}]",
                  f"{k.name}_shape[{d + 1}:].numel()"]
-    elif k.flat:
+    elif loop is LoopKind.FLAT:
         args.append(numel)
     else:
         out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")

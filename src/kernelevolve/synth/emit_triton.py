@@ -13,7 +13,8 @@ from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_epilogue,
                                        forward_prologue, imports_of, problem_name, table_args,
                                        torch_step, var)
-from kernelevolve.synth.plan import KNode, Kernel, Plan
+from kernelevolve.synth.plan import KNode, Kernel, LoopKind, Plan, Reduction
+from kernelevolve.synth.schedule import Pass, Programs
 from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit
 from kernelevolve.synth.writer import INTS, KernelWriterBase
 
@@ -31,7 +32,8 @@ class _KernelWriter(KernelWriterBase):
             return arg if inp.layout in ("table", "gtable") else "x_" + arg
         return "v_" + a.name
 
-    def define(self, n: KNode) -> str:
+    def define(self, n: KNode | str) -> str:
+        n = self.nodes[n] if isinstance(n, str) else n
         if n.kind == "gather":
             table = self.inputs[n.args[0].name][0]
             return (f"v_{n.name} = tl.load({table} + g_{n.name} * {self.width} + {self.cols}, "
@@ -44,49 +46,27 @@ class _KernelWriter(KernelWriterBase):
             e = f"({e}).to({TL[n.dtype]})"
         return f"v_{n.name} = {e}"
 
-    def closure(self, targets: list[str]) -> tuple[list[str], list[KNode]]:
-        need: set[str] = set()
-        loads: list[str] = []
-        stack = list(targets)
-        while stack:
-            name = stack.pop()
-            if name in self.inputs:
-                if self.inputs[name][1].layout in ("full", "col") and name not in loads:
-                    loads.append(name)
-                continue
-            n = self.nodes.get(name)
-            if n is None or name in need or n.layout in ("row", "scalar"):
-                continue
-            need.add(name)
-            stack.extend(a.name for a in n.args if isinstance(a, Ref))
-        return loads, [n for n in self.k.nodes if n.name in need]
-
-    def load(self, name: str, flat: bool) -> str:
+    def load(self, name: str) -> str:
         arg, inp = self.inputs[name]
-        if flat:
-            return f"x_{arg} = tl.load({arg} + offs, mask=mask, other=0.0)"
-        if inp.layout == "full":
+        if self.s.programs is Programs.FLAT or inp.layout == "full":
             return f"x_{arg} = tl.load({arg} + offs, mask=mask, other=0.0)"
         return f"x_{arg} = tl.load({arg} + cols_idx, mask=col_ok, other=0.0)[None, :]"
 
+    def walk(self, p: Pass) -> list[str]:
+        """A pass's loads and per-element values, for one tile."""
+        return [self.load(n) for n in p.loads] + [self.define(n) for n in p.nodes]
+
     def write(self) -> str:
-        k = self.k
+        k, s = self.k, self.s
         args = [a for a, _ in self.inputs.values()] + list(self.outputs.values())
-        tables = []  # in the order module.table_args passes them
-        for a, i in self.inputs.values():
-            tables += ([f"{a}_n"] if i.layout in ("table", "gtable") else
-                       [f"{a}_in", f"{a}_sp"] if i.layout == "chan" else [])
-        tables += ["bad_index"] if self.gathers else []
-        if k.flat:
-            args += ["n", *tables, "BLOCK: tl.constexpr"]
-        elif k.mid_dim is not None:
-            args += ["outer", "nred", "inner", *tables, "BLOCK: tl.constexpr"]
-        else:
-            args += ["rows", "cols", *tables, "BLOCK_ROWS: tl.constexpr",
-                     "BLOCK_COLS: tl.constexpr"]
+        args += s.shape_args   # then the sizes, in the order module.table_args passes them
+        args += [f"{self.inputs[name][0]}_{what}" for name, what in s.size_args]
+        args += ["bad_index"] if self.gathers else []
+        args += (["BLOCK: tl.constexpr"] if s.programs in (Programs.FLAT, Programs.MID_BLOCKS)
+                 else ["BLOCK_ROWS: tl.constexpr", "BLOCK_COLS: tl.constexpr"])
         lines = [f"# {doc_of(k)}", "@triton.jit", f"def {k.name}({', '.join(args)}):"]
-        body = (self.mid_body() if k.mid_dim is not None else
-                self.flat_body() if k.flat else self.row_body())
+        body = {LoopKind.MID: self.mid_body, LoopKind.FLAT: self.flat_body,
+                LoopKind.ROWS: self.row_body}[s.loop]()
         return "\n".join(lines + ["    " + b for b in body])
 
     def pre_rows(self) -> list[str]:
@@ -94,7 +74,7 @@ class _KernelWriter(KernelWriterBase):
         for arg, inp in self.inputs.values():
             if inp.layout == "scalar":
                 out.append(f"x_{arg} = tl.load({arg})")
-            elif inp.layout == "row" and not self.k.flat:
+            elif inp.layout == "row":
                 out.append(f"x_{arg} = tl.load({arg} + row_idx, mask=row_ok, other=0.0)[:, None]")
             elif inp.layout == "chan":
                 out.append(f"x_{arg} = tl.load({arg} + (row_idx // {arg}_in) % {arg}_sp, "
@@ -117,10 +97,8 @@ class _KernelWriter(KernelWriterBase):
         """Reduction over a middle dim: program (o, block) owns BLOCK inner positions of outer
         index o and walks the reduced dim, accumulating a BLOCK-wide vector; then the epilogue
         and one store."""
-        k = self.k
+        reds, mid = self.k.reductions, self.s.mid
         self.width, self.cols = "inner", "cols_idx"
-        reds = [n for n in k.nodes if n.kind == "reduce"]
-        init = {"max": 'float("-inf")', "min": 'float("inf")'}
         out = ["o = tl.program_id(0)",
                "cols_idx = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)",
                "col_ok = cols_idx < inner", "mask = col_ok"]
@@ -129,9 +107,8 @@ class _KernelWriter(KernelWriterBase):
                 out.append(f"x_{arg} = tl.load({arg})")
             elif inp.layout == "col":
                 out.append(f"x_{arg} = tl.load({arg} + cols_idx, mask=col_ok, other=0.0)")
-        out += [self.define(n) for n in k.nodes if n.layout in ("col", "scalar")]
-        out += [f"acc_{n.name} = tl.full((BLOCK,), {init.get(n.op, '0.0')}, tl.float32)"
-                for n in reds]
+        out += [self.define(n) for n in mid.uniform]
+        out += [f"acc_{r.node} = tl.full((BLOCK,), {lit(r.identity)}, tl.float32)" for r in reds]
         inner = ["offs = (o * nred + f) * inner + cols_idx"]
         for arg, inp in self.inputs.values():
             if inp.layout == "full":
@@ -139,25 +116,24 @@ class _KernelWriter(KernelWriterBase):
             elif inp.layout == "index":
                 inner.append(f"x_{arg} = tl.load({arg} + o * nred + f)")
         inner += self.gather_rows("x_", "True")
-        inner += [self.define(n) for n in k.nodes if n.layout == "full"]
-        for n in reds:
-            v = f"tl.where(mask, {self.ref(n.args[0])}, {init.get(n.op, '0.0')})"
-            inner.append(_step(n, v))
+        inner += [self.define(n) for n in mid.element]
+        inner += [_step(r, self.padded(r)) for r in reds]
         out.append("for f in range(0, nred):")
         out += ["    " + line for line in inner]
-        for n in reds:
-            out.append(f"v_{n.name} = acc_{n.name}" + (" / nred" if n.op == "mean" else ""))
-        out += [self.define(n) for n in k.nodes if n.layout == "mid" and n.kind != "reduce"]
+        out += [f"v_{r.node} = acc_{r.node}" + (" / nred" if r.op == "mean" else "")
+                for r in reds]
+        out += [self.define(n) for n in mid.epilogue]
         out += [f"tl.store({o} + o * inner + cols_idx, v_{n}, mask=col_ok)"
                 for n, o in self.outputs.items()]
         return out
 
+    def padded(self, r: Reduction) -> str:
+        """The reduced value with padding lanes at the reduction's identity."""
+        return f"tl.where(mask, {self.ref(Ref(r.source))}, {lit(r.identity)})"
+
     def flat_body(self) -> list[str]:
         out = ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
-        out += self.pre_rows()
-        loads, nodes = self.closure(list(self.outputs))
-        out += [self.load(n, True) for n in loads]
-        out += [self.define(n) for n in self.k.nodes]
+        out += self.pre_rows() + self.walk(self.s.store)
         out += [f"tl.store({o} + offs, v_{n}, mask=mask)" for n, o in self.outputs.items()]
         return out
 
@@ -167,54 +143,32 @@ class _KernelWriter(KernelWriterBase):
                 "offs = row_idx[:, None] * cols + cols_idx[None, :]"]
 
     def row_body(self) -> list[str]:
-        k = self.k
+        s = self.s
         out = ["row_idx = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)",
                "row_ok = row_idx < rows"]
-        out += self.pre_rows()
-        out += [self.define(n) for n in k.nodes
-                if n.layout in ("row", "scalar") and n.level == 0 and n.kind != "reduce"]
-        init = {"max": 'float("-inf")', "min": 'float("inf")'}
-        for level in range(1, k.levels + 1):
-            reds = [n for n in k.nodes if n.kind == "reduce" and n.level == level]
-            out.append(f"# pass {level}: " + ", ".join(f"{n.op} of {n.args[0].name}" for n in reds))
-            for n in reds:
-                out.append(f"acc_{n.name} = tl.full((BLOCK_ROWS, BLOCK_COLS), "
-                           f"{init.get(n.op, '0.0')}, tl.float32)")
+        out += self.pre_rows() + [self.define(n) for n in s.prelude]
+        for level, p in enumerate(s.passes, 1):
+            out.append(f"# pass {level}: " + ", ".join(f"{r.op} of {r.source}"
+                                                        for r in p.reductions))
+            out += [f"acc_{r.node} = tl.full((BLOCK_ROWS, BLOCK_COLS), {lit(r.identity)}, "
+                    "tl.float32)" for r in p.reductions]
             out.append("for col0 in range(0, cols, BLOCK_COLS):")
-            loads, nodes = self.closure([n.args[0].name for n in reds])
-            inner = self.tile("col0") + [self.load(n, False) for n in loads]
-            inner += [self.define(n) for n in nodes]
-            for n in reds:
-                v = f"tl.where(mask, {self.ref(n.args[0])}, {init.get(n.op, '0.0')})"
-                inner.append(_step(n, v))
+            inner = self.tile("col0") + self.walk(p)
+            inner += [_step(r, self.padded(r)) for r in p.reductions]
             out += ["    " + line for line in inner]
-            for n in reds:
-                fn = {"max": "tl.max", "min": "tl.min"}.get(n.op, "tl.sum")
-                red = f"{fn}(acc_{n.name}, axis=1)[:, None]"
-                if n.op in ("max", "min"):  # a NaN lane makes the row's max NaN, as in torch
-                    red = (f"tl.where(tl.sum((acc_{n.name} != acc_{n.name}).to(tl.int32), "
-                           f"axis=1)[:, None] > 0, float(\"nan\"), {red})")
-                if n.op == "mean":
-                    red += " / cols"
-                elif n.op == "var":
-                    red += f" / (cols - {lit(n.attrs.get('correction', 1.0))})"
-                out.append(f"v_{n.name} = {red}")
-            out += [self.define(n) for n in k.nodes
-                    if n.layout in ("row", "scalar") and n.level == level and n.kind != "reduce"]
-        full_outs = [(n, o) for n, o in self.outputs.items() if self.nodes[n].layout == "full"]
-        if full_outs:
-            loads, nodes = self.closure([n for n, _ in full_outs])
-            inner = [self.load(n, False) for n in loads] + [self.define(n) for n in nodes]
-            inner += [f"tl.store({o} + offs, v_{n}, mask=mask)" for n, o in full_outs]
-            if k.has_reduction:
-                out.append("# store pass")
-                out.append("for col0 in range(0, cols, BLOCK_COLS):")
+            out += [f"v_{r.node} = {_row_final(r)}" for r in p.reductions]
+            out += [self.define(n) for n in p.after]
+        if s.store is not None:
+            inner = self.walk(s.store)
+            inner += [f"tl.store({self.outputs[n]} + offs, v_{n}, mask=mask)"
+                      for n in s.full_outputs]
+            if s.programs is Programs.ROW_BLOCKS:
+                out += ["# store pass", "for col0 in range(0, cols, BLOCK_COLS):"]
                 out += ["    " + line for line in self.tile("col0") + inner]
             else:
                 out += self.tile("tl.program_id(1) * BLOCK_COLS") + inner
-        for n, o in self.outputs.items():
-            if self.nodes[n].layout == "row":
-                out.append(f"tl.store({o} + row_idx[:, None], v_{n}, mask=row_ok[:, None])")
+        out += [f"tl.store({self.outputs[n]} + row_idx[:, None], v_{n}, mask=row_ok[:, None])"
+                for n in s.row_outputs]
         return out
 
 
@@ -229,8 +183,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     name = problem_name(problem_path)
     # What the launches in _call read: BLOCK_ELEMENTS all but middle-dim kernels, MAX_BLOCK_COLS
     # all but flat ones (a knob nothing reads would cost the tuner evaluations of one kernel).
-    blocks = any(k.mid_dim is None for k in p.kernels)
-    cols = any(k.mid_dim is not None or not k.flat for k in p.kernels)
+    blocks = any(k.schedule.programs is not Programs.MID_BLOCKS for k in p.kernels)
+    cols = any(k.schedule.programs is not Programs.FLAT for k in p.kernels)
     lines = [f'"""Synthesized Triton candidate (kernelevolve synth) for {name}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
              *imports_of(ref), "import triton", "import triton.language as tl", "",
@@ -270,14 +224,15 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
         tables += f", {k.name}_bad"
     tensors = ", ".join(names + [var(g, o.name, ref) for o in k.outputs])
     out.append(f"if {shape}.numel():")
-    if k.mid_dim is not None:
+    programs = k.schedule.programs
+    if programs is Programs.MID_BLOCKS:
         d = k.mid_dim
         out += [f"    outer, nred = {shape}[:{d}].numel(), {shape}[{d}]",
                 f"    inner = {shape}[{d + 1}:].numel()",
                 "    block = min(triton.next_power_of_2(inner), MAX_BLOCK_COLS)",
                 f"    {k.name}[(outer, triton.cdiv(inner, block))]({tensors}, outer, nred, "
                 f"inner{tables},", "        BLOCK=block, num_warps=NUM_WARPS)"]
-    elif k.flat:
+    elif programs is Programs.FLAT:
         out.append(f"    n = {shape}.numel()")
         out.append(f"    {k.name}[(triton.cdiv(n, BLOCK_ELEMENTS),)]({tensors}, n{tables}, "
                    "BLOCK=BLOCK_ELEMENTS, num_warps=NUM_WARPS)")
@@ -285,7 +240,7 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
         out += [f"    cols = {shape}[-1]", f"    rows = {shape}.numel() // cols",
                 "    block_cols = min(triton.next_power_of_2(cols), MAX_BLOCK_COLS)",
                 "    block_rows = max(1, BLOCK_ELEMENTS // block_cols)"]
-        grid = ("(triton.cdiv(rows, block_rows),)" if k.has_reduction
+        grid = ("(triton.cdiv(rows, block_rows),)" if programs is Programs.ROW_BLOCKS
                 else "(triton.cdiv(rows, block_rows), triton.cdiv(cols, block_cols))")
         out.append(f"    {k.name}[{grid}]({tensors}, rows, cols{tables},")
         out.append("        BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols, num_warps=NUM_WARPS)")
@@ -294,10 +249,24 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     return out
 
 
-def _step(n: KNode, v: str) -> str:
+def _step(r: Reduction, v: str) -> str:
     """One tile into an accumulator; max / min keep a NaN once seen (torch's amax / amin)."""
-    acc = f"acc_{n.name}"
-    if n.op in ("max", "min"):
-        cmp = ">" if n.op == "max" else "<"
+    acc = f"acc_{r.node}"
+    if r.propagates_nan:
+        cmp = ">" if r.op == "max" else "<"
         return f"{acc} = tl.where(({v} {cmp} {acc}) | ({v} != {v}), {v}, {acc})"
     return f"{acc} += {v}"
+
+
+def _row_final(r: Reduction) -> str:
+    """A row reduction's (BLOCK_ROWS, 1) value from its (BLOCK_ROWS, BLOCK_COLS) accumulator."""
+    fn = {"max": "tl.max", "min": "tl.min"}.get(r.op, "tl.sum")
+    red = f"{fn}(acc_{r.node}, axis=1)[:, None]"
+    if r.propagates_nan:  # a NaN lane makes the row's max NaN, as in torch
+        red = (f"tl.where(tl.sum((acc_{r.node} != acc_{r.node}).to(tl.int32), "
+               f"axis=1)[:, None] > 0, float(\"nan\"), {red})")
+    if r.op == "mean":
+        red += " / cols"
+    elif r.op == "var":
+        red += f" / (cols - {lit(r.correction)})"
+    return red

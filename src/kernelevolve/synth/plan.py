@@ -22,6 +22,7 @@ from kernelevolve.synth.kernel import (KInput, KNode, KOutput, Kernel, Layout, L
 from kernelevolve.synth.ops import normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
+from kernelevolve.synth.schedule import schedule
 
 __all__ = ["KInput", "KNode", "KOutput", "Kernel", "Layout", "LoopKind", "NodeKind", "Plan",
            "Reduction", "plan", "explain", "explain_error"]
@@ -109,6 +110,7 @@ def plan(cap: Capture | Graph) -> Plan:
         if all(norm[n][0] == "view" for n in names):
             continue                        # views alone stay torch views
         k = _build_kernel(g, graphs, names, norm, users, f"k{len(kernels)}")
+        k.schedule = schedule(k)
         kernels.append(k)
         last_of[names[-1]] = k
         for n in names:

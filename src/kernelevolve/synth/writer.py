@@ -36,11 +36,13 @@ def compute_dtype(n: KNode, operand_dtypes: list[str]) -> str:
 
 
 class KernelWriterBase:
-    """A kernel's inputs (`in0`...), outputs (`out0`...), nodes and embedding lookups, and the
-    types of its operands."""
+    """A kernel's inputs (`in0`...), outputs (`out0`...), nodes and embedding lookups, the
+    types of its operands, and its schedule (`s`, schedule.py)."""
 
     def __init__(self, k: Kernel):
-        self.k = k
+        if k.schedule is None:
+            raise ValueError(f"kernel {k.name} has no schedule (plan() gives each one)")
+        self.k, self.s = k, k.schedule
         self.nodes = {n.name: n for n in k.nodes}
         self.inputs = {i.name: (f"in{j}", i) for j, i in enumerate(k.inputs)}
         self.outputs = {o.name: f"out{j}" for j, o in enumerate(k.outputs)}
