@@ -2,13 +2,19 @@
 
     capture.py      trace Model.forward per case into a small IR (make_fx + decompositions)
     ops.py          the fusable op vocabulary (float, integer, bucketize, embedding lookups)
-    kernel.py       kernels, nodes, inputs, outputs and their layouts
-    plan.py         group the IR into row/elementwise kernels and torch-kept ops; explain()
+    kernel.py       the typed plan: Layout, NodeKind, LoopKind; kernels, nodes, inputs,
+                    outputs, Reduction records; broadcast layouts of shapes
+    plan.py         group the IR into kernels and torch-kept ops; explain()
+    plan_row.py     row kernels (reductions over the last dim, in passes) and flat ones
     plan_mid.py     kernels that reduce over a middle dim
+    checks.py       the operand, dtype and output checks both planners share
+    schedule.py     each kernel's loop decisions (passes, loads, cached values, Triton
+                    programs, kernel arguments), made once for both emitters
     module.py       Python glue shared by the emitters (ModelNew.__init__, torch-kept steps)
     writer.py       operand typing (torch's promotion) and the kernel writers' shared base
     cpp_expr.py     C++ spelling of one node; cpp_prelude.py: the kernels' shared helpers
-    emit_cpp.py     C++/OpenMP kernel bodies; cpp_module.py: the candidate module around them
+    emit_cpp.py     C++/OpenMP kernel bodies (emit_cpp_rows.py: a row kernel's passes);
+                    cpp_module.py: the candidate module around them
     triton_expr.py  Triton spelling of one node and jit helpers
     emit_triton.py  Triton kernels and their candidate module
     api.py          synthesize(), explain_problem(); operator.py: SynthOperator (`synth`)
