@@ -185,10 +185,12 @@ IDX = "torch.randint(0, 10, (4, 8))"
 
 def test_indices_read_as_data_too_are_refused_by_both_planners(tmp_path):
     """Before the planners shared their operand checks, the mid planner took this and wrote
-    C++ that did not compile and Triton that read an unloaded value."""
-    body = "self.emb(x) * x.float()[..., None]"
-    row = _refusal(_problem(tmp_path, "row_idx", f"return {body}", IDX, EMB))
-    mid = _refusal(_problem(tmp_path, "mid_idx", f"return ({body}).sum(1)", IDX, EMB))
+    C++ that did not compile and Triton that read an unloaded value. (No view in between: the
+    planner keeps a view that splits a group in torch, and that would resolve the conflict.)"""
+    body = "self.emb(x) * x"            # 16 indices, each also a per-column factor
+    idx = "torch.randint(0, 10, (16,))"
+    row = _refusal(_problem(tmp_path, "row_idx", f"return {body}", idx, EMB))
+    mid = _refusal(_problem(tmp_path, "mid_idx", f"return ({body}).sum(0)", idx, EMB))
     assert row == mid and row.endswith("is read both as data and as embedding indices")
 
 

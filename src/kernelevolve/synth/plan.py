@@ -54,8 +54,9 @@ def _short_ops(k: Kernel) -> list[str]:
 
 # ---- grouping -----------------------------------------------------------------------------
 
-def _group(g: Graph, norm) -> dict[int, list[str]]:
-    """The fusion groups: group id -> member value names."""
+def _group(g: Graph, norm, torch_views: frozenset[str] = frozenset()) -> dict[int, list[str]]:
+    """The fusion groups: group id -> member value names (`torch_views`: views kept in torch
+    even when they read a kernel value, splitting that kernel)."""
     group_of: dict[str, int] = {}
     members: dict[int, list[str]] = {}
     closed: set[int] = set()
@@ -67,7 +68,7 @@ def _group(g: Graph, norm) -> dict[int, list[str]]:
         refs = v.refs()
         producers = {group_of[r] for r in refs if r in group_of and group_of[r] not in closed}
         fusable = norm[name] is not None
-        if fusable and norm[name][0] == "view" and not producers:
+        if fusable and norm[name][0] == "view" and (not producers or name in torch_views):
             fusable = False                 # a view of a torch value stays a torch view
         if not fusable:
             deps: set[int] = set()
@@ -96,10 +97,35 @@ def _group(g: Graph, norm) -> dict[int, list[str]]:
 
 
 def plan(cap: Capture | Graph) -> Plan:
+    """The plan of a capture. A group a kernel cannot take because of a view inside it (a
+    reshape of its rows: (B, C, H, W) -> (B, C, H*W) before a reduction, a group norm's
+    (N, G, D) -> (N, C, H, W)) is planned again with those views as torch views between two
+    kernels; the first reason stands when that does not help."""
     graphs = cap.graphs if isinstance(cap, Capture) else {"default": cap}
     g = next(iter(graphs.values()))
     norm = {n: normalise(v) for n, v in g.values.items() if v.op not in ("input", "param")}
-    members = _group(g, norm)
+    torch_views: frozenset[str] = frozenset()
+    first: NotCovered | None = None
+    while True:
+        try:
+            return _plan(graphs, g, norm, torch_views)
+        except _GroupNotCovered as exc:
+            first = first or exc.reason
+            split = {n for n in exc.names if norm[n][0] == "view"
+                     and any(r in exc.names for r in g.values[n].refs())} - torch_views
+            if not split:
+                raise first from None
+            torch_views |= split
+
+
+class _GroupNotCovered(Exception):
+    def __init__(self, reason: NotCovered, names: list[str]):
+        super().__init__(str(reason))
+        self.reason, self.names = reason, set(names)
+
+
+def _plan(graphs, g: Graph, norm, torch_views: frozenset[str]) -> Plan:
+    members = _group(g, norm, torch_views)
     order = list(g.values)
     kernels: list[Kernel] = []
     last_of: dict[str, Kernel] = {}
@@ -109,7 +135,10 @@ def plan(cap: Capture | Graph) -> Plan:
         names = sorted(members[gid], key=order.index)
         if all(norm[n][0] == "view" for n in names):
             continue                        # views alone stay torch views
-        k = _build_kernel(g, graphs, names, norm, users, f"k{len(kernels)}")
+        try:
+            k = _build_kernel(g, graphs, names, norm, users, f"k{len(kernels)}")
+        except NotCovered as exc:
+            raise _GroupNotCovered(exc, names) from None
         k.schedule = schedule(k)
         kernels.append(k)
         last_of[names[-1]] = k
