@@ -3,7 +3,8 @@
 `check_problem` loads a generated problem and runs its reference on every case (in this
 process, seeded), and reports what is wrong with the probe itself, not with any kernel:
 a case whose reference raises; a normal or second case whose float output is not finite
-(a domain that leaves the op's domain); an edge case whose inputs hold no NaN / inf although
+(a domain that leaves the op's domain) or is one value everywhere (the harness's check that
+the kernels compute the result, by skipping them, cannot work on it); an edge case whose inputs hold no NaN / inf although
 the probe plants them, or whose float output holds none although the planted values should
 reach it (unless the row says the op maps them to finite values, as nan_to_num does).
 """
@@ -66,6 +67,9 @@ def check_problem(path: str | Path, probe: Any) -> list[str]:
         if _nonfinite(cases[name][1]):
             issues.append(f"{probe.name}: case {name} gives a non-finite output (its input "
                           "domain leaves the op's domain)")
+        if any(t.numel() > 1 and bool((t == t.reshape(-1)[0]).all()) for t in cases[name][1]):
+            issues.append(f"{probe.name}: case {name} gives an output that is one value "
+                          "everywhere (it cannot tell a kernel from none)")
     ins, outs = cases["edge"]
     if probe.float_special:
         import torch

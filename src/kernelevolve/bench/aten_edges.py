@@ -34,9 +34,19 @@ DOMAINS: dict[str, tuple[str, str]] = {
     "var": (FLOAT, "0.5 + torch.rand({s})"),
     "probs": (FLOAT, "torch.softmax(torch.randn({s}), dim=-1)"),
     "logprobs": (FLOAT, "torch.log_softmax(torch.randn({s}), dim=-1)"),
+    # small integers as floats: ties for eq / le, zeros for logical ops and count_nonzero
+    "grid": (FLOAT, "torch.randint(-3, 4, {s}).float()"),
+    # normals with a few NaN and +-inf in every case, for isnan / isinf / isfinite
+    "dirty": (FLOAT, "torch.randn({s}).masked_fill(torch.rand({s}) < 0.05, float('nan'))"
+                     ".masked_fill(torch.rand({s}) < 0.05, float('inf'))"
+                     ".masked_fill(torch.rand({s}) < 0.05, -float('inf'))"),
     "sign": (FLOAT, "torch.randint(0, 2, {s}).float() * 2 - 1"),
     "binary": (FLOAT, "torch.randint(0, 2, {s}).float()"),
     "bool": (BOOL, "torch.rand({s}) < 0.5"),
+    # any / all: mostly False / mostly True, so that a reduction's result is not the same
+    # everywhere (a constant output cannot tell a kernel from no kernel)
+    "sparse": (BOOL, "torch.rand({s}) < 0.03"),
+    "dense": (BOOL, "torch.rand({s}) < 0.97"),
     "int": (INT, "torch.randint(-100, 101, {s}, dtype={dt})"),
     "intnz": (INT, "torch.randint(1, 101, {s}, dtype={dt}) * "
                    "(torch.randint(0, 2, {s}, dtype={dt}) * 2 - 1)"),
