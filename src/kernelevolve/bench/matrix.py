@@ -1,7 +1,7 @@
 """The operator x platform correctness matrix of a suite, across every campaign that ran it.
 
 Rows are probes (grouped by operator), columns platform/language ("cpu/cpp",
-"cpu/triton-interpreter", "cuda/triton"); every campaign of the suite in the workspace's
+"cpu/triton-interpreter", "cuda/triton"; "... search" for campaigns that optimized); every campaign of the suite in the workspace's
 benches/ contributes the cells of its column, so C++ and Triton runs made separately land in
 one matrix. Per cell, a finished row beats a pending one, then the most recently updated
 campaign wins. A cell is correct (with the measured speedup over eager, or untimed where the
@@ -23,9 +23,10 @@ from typing import Any
 STATES = ("correct", "rejected", "not_covered", "error", "pending")
 
 
-def column_label(platform: str, language: str) -> str:
+def column_label(platform: str, language: str, mode: str = "draft") -> str:
     interp = platform == "cpu" and language == "triton"
-    return f"{platform}/{language}" + ("-interpreter" if interp else "")
+    return f"{platform}/{language}" + ("-interpreter" if interp else "") + (
+        " search" if mode == "search" else "")
 
 
 def collect(workspace: Path, suite: str) -> list[dict[str, Any]]:
@@ -47,8 +48,8 @@ def cell(row: dict[str, Any]) -> dict[str, Any]:
         return {"state": "pending"}
     if status in ("failed", "skipped") or verdict == "synth_error":
         return {"state": "error", "reason": row.get("reason") or status}
-    if verdict == "not_covered":
-        return {"state": "not_covered", "reason": row.get("reason")}
+    if verdict in ("not_covered", "nothing_to_search"):  # a draft's, or a search's, verdict
+        return {"state": "not_covered", "reason": row.get("reason") or row.get("message")}
     plan = row.get("plan") or ""
     out = {"partial": "torch:" in plan, "plan": plan}
     if verdict == "correct" or (verdict != "rejected" and row.get("correct")):
@@ -64,7 +65,8 @@ def build(campaigns: list[dict[str, Any]]) -> dict[str, Any]:
     profiles: dict[str, set[str]] = {}
     for camp in campaigns:
         meta = camp.get("suite") or {}
-        label = column_label(meta.get("platform", "cpu"), meta.get("language", "cpp"))
+        label = column_label(meta.get("platform", "cpu"), meta.get("language", "cpp"),
+                             camp.get("mode", "draft"))
         for row in camp.get("rows", []):
             probe = row["problem"]
             if probe not in ops:
