@@ -200,8 +200,9 @@ def print_matrix(matrix: dict[str, Any], file: Any = None) -> None:
     from rich.table import Table
 
     cols = [c["label"] for c in matrix["columns"]]
+    heads = [f"{c['label']} ({c['profile']})" for c in matrix["columns"]]
     texts = [[short(r["cells"].get(col))[0] for col in cols] for r in matrix["rows"]]
-    widths = [max([len(h)] + [len(t[i]) for t in texts]) for i, h in enumerate(cols)]
+    widths = [max([len(h)] + [len(t[i]) for t in texts]) for i, h in enumerate(heads)]
     op_w = max([8] + [len(r["op"]) for r in matrix["rows"]])
     probe_w = max([5] + [len(r["probe"]) for r in matrix["rows"]])
     width = min(260, op_w + probe_w + sum(widths) + 3 * (len(cols) + 2) + 4)
@@ -213,8 +214,8 @@ def print_matrix(matrix: dict[str, Any], file: Any = None) -> None:
     table = Table()
     table.add_column("OPERATOR", no_wrap=True)
     table.add_column("PROBE", no_wrap=True)
-    for c in matrix["columns"]:
-        table.add_column(f"{c['label']} ({c['profile']})", no_wrap=True)
+    for head in heads:
+        table.add_column(head, no_wrap=True)
     for r in matrix["rows"]:
         cells = [short(r["cells"].get(col)) for col in cols]
         table.add_row(r["op"], r["probe"], *[f"[{s}]{escape_markup(t)}[/]" if s else t
