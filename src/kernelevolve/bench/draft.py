@@ -67,7 +67,10 @@ def draft_row(evaluate: Callable[[str, Path], Any], path: str, language: str,
     from kernelevolve.synth import synthesize
     from kernelevolve.synth.capture import NotCovered
 
+    from kernelevolve.problem import load_problem
+
     started = time.monotonic()
+    load_problem(path)  # a problem that cannot be loaded is a failed row (ProblemError)
     base = {"status": "done", "language": language, "correct": False, "safe": False,
             "speedup": None, "measured_speedup": None, "speedup_compile": None, "evals": 0}
     try:
