@@ -1,8 +1,14 @@
-"""`kernelevolve bench PATH...`: a folder of problems as one resumable campaign.
+"""`kernelevolve bench PATH...` or `--suite aten`: problems as one resumable campaign.
 
 Prints one line per problem as it finishes, then the table and the suite's figures; writes
 WORKSPACE/benches/NAME.json (the state, updated after every problem) and NAME.html. Ctrl-C or
 SIGTERM stops it (exit 130); the same command again resumes where it stopped.
+
+`--suite aten` generates the shipped ATen-operator probes (bench/aten_suite.py) into
+WORKSPACE/suites/aten-PROFILE (or --suite-dir) and evaluates the synthesizer's draft of each
+(`--draft`, bench/draft.py; `--search` optimizes each instead); it prints the operator x
+platform matrix of every aten campaign in the workspace (bench/matrix.py) and writes it to
+benches/aten-matrix.json and .html.
 """
 from __future__ import annotations
 
@@ -21,8 +27,26 @@ def _user_errors():
 
 
 def bench_cmd(
-    paths: list[Path] = typer.Argument(..., metavar="PATH",
-                                       help="Problem files, or folders of them."),
+    paths: Optional[list[Path]] = typer.Argument(None, metavar="PATH",
+                                                 help="Problem files, or folders of them."),
+    suite: Optional[str] = typer.Option(None, "--suite", metavar="NAME",
+                                        help="A shipped suite instead of PATHs: aten."),
+    probes: Optional[list[str]] = typer.Option(None, "--probes", metavar="PATTERN",
+                                               help="With --suite: only probes whose name or "
+                                                    "operator matches (globs, comma-separated)."),
+    profile: Optional[str] = typer.Option(None, "--profile", metavar="SIZE",
+                                          help="With --suite: small, medium or large shapes "
+                                               "(small for Triton on cpu, else medium)."),
+    suite_dir: Optional[Path] = typer.Option(None, "--suite-dir", metavar="DIR",
+                                             help="With --suite: where the problems are "
+                                                  "written (WORKSPACE/suites/aten-SIZE)."),
+    language: Optional[str] = typer.Option(None, "--language", metavar="LANG",
+                                           help="The draft's language: cpp or triton (cpp "
+                                                "on cpu; Triton runs in its interpreter there)."),
+    draft: Optional[bool] = typer.Option(None, "--draft/--search",
+                                         help="Evaluate the synthesizer's draft once per "
+                                              "problem, or optimize each (default: --draft "
+                                              "with --suite, --search without)."),
     name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
                                        help="Campaign name (derived from the problem list); "
                                             "the same name resumes it."),
@@ -49,62 +73,134 @@ def bench_cmd(
                                       help="The model (none: the built-in synthesizer)."),
     llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", metavar="URL"),
     llm_api_key_env: Optional[str] = typer.Option(None, "--llm-api-key-env", metavar="VAR"),
-    compile_baseline: bool = typer.Option(True, "--compile/--no-compile",
-                                          help="Time torch.compile once per problem, for fast_p "
-                                               "over it (on; one inductor compile per case)."),
+    compile_baseline: Optional[bool] = typer.Option(
+        None, "--compile/--no-compile", help="Time torch.compile once per problem, for fast_p "
+        "over it (one inductor compile per case; on with --search, off with --draft)."),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
                                              help="Also write the rows and figures here."),
     html_path: Optional[Path] = typer.Option(None, "--html", metavar="PATH",
                                              help="Also write the HTML report here."),
 ) -> None:
     """Optimize every problem of a folder in turn (resumable), then report fast_p over eager
-    and over torch.compile, the correctness rate and the search cost."""
-    from kernelevolve.bench.campaign import Campaign, default_name
-    from kernelevolve.bench.suite import find_problems
+    and over torch.compile, the correctness rate and the search cost. With --suite aten:
+    the shipped ATen-operator probes, each synthesizer draft evaluated once, and the
+    operator x platform matrix."""
+    from kernelevolve.bench.campaign import Campaign
     from kernelevolve.cli import err_console
 
     with _user_errors():
-        problems = find_problems(list(paths))
+        draft = bool(suite) if draft is None else draft
         flags: dict[str, Any] = {
             "max_evals": max_evals, "max_time": max_time, "operators": operator,
             "platform": platform, "workers": workers, "executor": executor,
             "ray_address": ray_address, "llm": llm, "llm_base_url": llm_base_url,
-            "llm_api_key_env": llm_api_key_env, "time_compile": compile_baseline,
-            "compile_figures": compile_baseline}
+            "llm_api_key_env": llm_api_key_env}
+        timed = (not draft) if compile_baseline is None else compile_baseline
+        flags.update(time_compile=timed, compile_figures=timed)
         flags = {k: v for k, v in flags.items() if v is not None}
         from kernelevolve.config import build_config
 
-        build_config(None, flags)  # a bad flag is one line now, not at the first problem
-        camp, resumed = Campaign.open(Path(workspace), name or default_name(problems),
-                                      problems, flags)
+        cfg = build_config(None, flags)  # a bad flag is one line now, not at the first problem
+        language = _language(language, cfg.platform, draft)
+        problems, meta, default = _problems(paths, suite, probes, profile, suite_dir,
+                                            Path(workspace), cfg.platform, language, draft)
+        camp, resumed = Campaign.open(Path(workspace), name or default, problems, flags)
         if resumed:
             flags = camp.data["settings"]
             done = sum(1 for r in camp.rows if r["status"] in ("done", "skipped", "failed"))
             err_console.print(f"resuming bench {camp.name}: {done} of {len(camp.rows)} "
                               "problems finished", highlight=False)
+        else:
+            camp.data.update(mode="draft" if draft else "search", language=language)
+            if meta:
+                camp.data["suite"] = {k: v for k, v in meta.items() if k != "ops"}
+                for row in camp.rows:
+                    row["op"] = meta["ops"].get(row["problem"])
+            camp.save()
         _run(camp, Path(workspace), flags, total_time)
-        _report(camp, json_path, html_path)
+        _report(camp, Path(workspace), json_path, html_path)
+
+
+def _language(language: Optional[str], platform: str, draft: bool) -> str:
+    from kernelevolve.errors import UsageError
+    from kernelevolve.synth.api import LANGUAGES
+    from kernelevolve.synth.operator import DEFAULT_LANGUAGES
+
+    default = DEFAULT_LANGUAGES.get(platform, ["cpp"])[0]
+    if language is None:
+        return default
+    if language not in LANGUAGES:
+        raise UsageError(f"--language {language!r}: the synthesizer writes "
+                         f"{' or '.join(LANGUAGES)}")
+    if not draft and language != default:
+        raise UsageError(f"--language {language} with --search: the search drafts "
+                         f"{default} on {platform}; use --draft for {language}")
+    return language
+
+
+def _problems(paths, suite, patterns, profile, suite_dir, workspace: Path, platform: str,
+              language: str, draft: bool) -> tuple[list[Path], dict[str, Any] | None, str]:
+    """(problem paths, the suite's metadata or None, the default campaign name)."""
+    from kernelevolve.bench.campaign import default_name
+    from kernelevolve.bench.suite import find_problems
+    from kernelevolve.errors import UsageError
+
+    if suite is None:
+        given = [f for f, v in (("--probes", patterns), ("--profile", profile),
+                                ("--suite-dir", suite_dir)) if v]
+        if given:
+            raise UsageError(f"{', '.join(given)} need(s) --suite aten")
+        if not paths:
+            raise UsageError("pass problem files or folders (PATH...), or --suite aten")
+        problems = find_problems(list(paths))
+        return problems, None, default_name(problems)
+    if suite != "aten":
+        raise UsageError(f"--suite {suite!r}: unknown suite; the shipped one is aten")
+    if paths:
+        raise UsageError("pass problem PATHs or --suite, not both")
+    from kernelevolve.bench.aten_suite import ops_of, select, selection_tag, write_suite
+
+    if profile is None:
+        profile = "small" if (platform, language) == ("cpu", "triton") else (
+            "medium" if platform == "cpu" else "large")
+    chosen = select(patterns)
+    folder = suite_dir or workspace / "suites" / f"aten-{profile}"
+    problems = write_suite(folder, profile, chosen)
+    tag = selection_tag(chosen)
+    name = f"aten-{profile}-{platform}-{language}" + (f"-{tag}" if tag else "") + \
+        ("" if draft else "-search")
+    meta = {"name": "aten", "profile": profile, "platform": platform, "language": language,
+            "ops": ops_of(chosen)}
+    return problems, meta, name
 
 
 def _run(camp: Any, workspace: Path, flags: dict[str, Any], total_time: float | None) -> None:
+    from kernelevolve.bench.draft import run_drafts
     from kernelevolve.bench.runner import run_campaign
     from kernelevolve.cli import err_console
 
     total = len(camp.rows)
+    drafting = camp.data.get("mode") == "draft"
+    language = camp.data.get("language") or "cpp"
 
     def say(event: str, row: dict[str, Any]) -> None:
         i = camp.rows.index(row) + 1
         if event == "start":
-            err_console.print(f"[{i}/{total}] {row['problem']}: searching (run {row['run_id']})",
-                              highlight=False, soft_wrap=True)
-        elif event in ("done", "skipped", "failed"):
-            what = row.get("message") if event == "done" else f"{event}: {row.get('reason')}"
+            what = f"drafting ({language})" if drafting else f"searching (run {row['run_id']})"
             err_console.print(f"[{i}/{total}] {row['problem']}: {what}", highlight=False,
-                              soft_wrap=True)
+                              soft_wrap=True, markup=False)
+        elif event in ("done", "skipped", "failed"):
+            what = _done_text(row, drafting) if event == "done" else \
+                f"{event}: {row.get('reason')}"
+            err_console.print(f"[{i}/{total}] {row['problem']}: {what}", highlight=False,
+                              soft_wrap=True, markup=False)
 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        run_campaign(camp, workspace, flags, total_time=total_time, say=say)
+        if drafting:
+            run_drafts(camp, flags, language, total_time=total_time, say=say)
+        else:
+            run_campaign(camp, workspace, flags, total_time=total_time, say=say)
     except KeyboardInterrupt:
         camp.save()
         err_console.print(f"interrupted; finished problems are kept; run the same command to "
@@ -114,22 +210,46 @@ def _run(camp: Any, workspace: Path, flags: dict[str, Any], total_time: float | 
         signal.signal(signal.SIGTERM, previous)
 
 
-def _report(camp: Any, json_path: Optional[Path], html_path: Optional[Path]) -> None:
+def _done_text(row: dict[str, Any], drafting: bool) -> str:
+    if not drafting:
+        return str(row.get("message"))
+    verdict = row.get("verdict")
+    if verdict == "correct":
+        s = row.get("measured_speedup")
+        return "correct" + (f", {s:.2f}x over eager" if s else " (not timed)")
+    return f"{str(verdict).replace('_', ' ')}: {row.get('reason')}"
+
+
+def _report(camp: Any, workspace: Path, json_path: Optional[Path],
+            html_path: Optional[Path]) -> None:
     from kernelevolve.bench.metrics import summary
     from kernelevolve.bench.report import html_page, summary_lines, table_rows
 
     rows = camp.rows
     s = summary(rows)
-    table = table_rows(rows)
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for row in table:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    matrix = None
+    if camp.data.get("suite"):
+        from kernelevolve.bench.matrix import build, collect, html_section, print_matrix
+
+        matrix = build(collect(workspace, camp.data["suite"]["name"]))
+        print_matrix(matrix)
+    else:
+        table = table_rows(rows)
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        for row in table:
+            typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     for line in summary_lines(s):
         typer.echo(line)
     if camp.data.get("stopped"):
         typer.echo(f"stopped: {camp.data['stopped']}; run the same command to go on")
-    page = html_page(camp.data, s)
+    page = html_page(camp.data, s, extra=html_section(matrix) if matrix else "")
     out = {"name": camp.name, "rows": rows, "summary": s, "stopped": camp.data.get("stopped")}
+    if matrix:
+        out["matrix"] = matrix
+        base = camp.path.parent / f"{camp.data['suite']['name']}-matrix"
+        base.with_suffix(".json").write_text(json.dumps(matrix, indent=1, default=str))
+        base.with_suffix(".html").write_text(html_page(
+            {"name": base.name, "rows": []}, None, extra=html_section(matrix)))
     camp.path.with_suffix(".html").write_text(page)
     if html_path:
         html_path.write_text(page)

@@ -83,20 +83,27 @@ def _bars(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def html_page(camp: dict[str, Any], summary: dict[str, Any]) -> str:
+_STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:"
+          "1px solid #ddd;padding:3px 8px;font-size:13px;text-align:left}")
+
+
+def html_page(camp: dict[str, Any], summary: dict[str, Any] | None, extra: str = "") -> str:
+    """The bench's page; `extra` (HTML: a suite's operator matrix) goes after the summary.
+    Without a summary, the page holds only the title and `extra`."""
     from kernelevolve.report.svg import funnel_svg
 
-    head = "".join(f"<th>{escape(c)}</th>" for c in table_rows([])[0])
+    head = ("<!doctype html><html><head><meta charset='utf-8'><title>kernelevolve bench "
+            f"{escape(camp['name'])}</title><style>{_STYLE}</style></head><body>"
+            f"<h1>bench {escape(camp['name'])}</h1>")
+    if summary is None:
+        return head + extra + "</body></html>"
+    cols = "".join(f"<th>{escape(c)}</th>" for c in table_rows([])[0])
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"
                    for row in table_rows(camp["rows"])[1:])
     lines = "".join(f"<li>{escape(line)}</li>" for line in summary_lines(summary))
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>kernelevolve bench "
-            f"{escape(camp['name'])}</title><style>body{{font-family:sans-serif;margin:2em}}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;"
-            "font-size:13px;text-align:left}</style></head><body>"
-            f"<h1>bench {escape(camp['name'])}</h1><ul>{lines}</ul>"
+    return (head + f"<ul>{lines}</ul>{extra}"
             "<h2>Speedups (green: over eager, blue: over torch.compile; log scale)</h2>"
-            f"{_bars(camp['rows'])}<h2>Problems</h2><table><tr>{head}</tr>{body}</table>"
+            f"{_bars(camp['rows'])}<h2>Problems</h2><table><tr>{cols}</tr>{body}</table>"
             f"<h2>Rejection funnel, summed over the suite</h2>"
             f"{funnel_svg(summary.get('funnel') or {}) if summary.get('funnel') else '-'}"
             "</body></html>")
