@@ -1,6 +1,7 @@
 """The built-in kernel synthesizer: reference -> traced graph -> fusion plan -> candidate.
 
     capture.py      trace Model.forward per case into a small IR (make_fx + decompositions)
+    trace.py        the case's model and inputs as fake tensors, traced without a real forward
     ops.py          the fusable op vocabulary (float, integer, bucketize, embedding lookups)
     kernel.py       kernels, nodes, inputs, outputs and their layouts
     plan.py         group the IR into row/elementwise kernels and torch-kept ops; explain()

@@ -2,6 +2,8 @@
 
 The reference is traced with `make_fx` through `torch.func.functional_call`, so parameters and
 buffers arrive as graph inputs (named by their qualified names) instead of baked constants.
+The model, the inputs and the trace are fake tensors (trace.py): tracing runs no full-size
+forward, and a forward that needs its data (`.item()`, a data-dependent shape) is NotCovered.
 Composite ops are decomposed into a small op set: softmax/log_softmax into amax/sub/exp/sum,
 layer norm into mean/var-based arithmetic (our own decomposition, so the statistics stay
 `mean.dim`/`var.correction`, which the planner handles), silu/gelu etc. by the core table.
@@ -16,7 +18,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelevolve.problem import CaseBinder, load_problem, import_module
+from kernelevolve.problem import load_problem, import_module
 
 
 class NotCovered(Exception):
@@ -101,27 +103,16 @@ def _decompositions() -> dict:
     return table
 
 
-def trace_case(module, case) -> Graph:
-    """Trace `module.Model` on `case`'s inputs, seeded as the harness seeds them."""
-    import torch
-    from torch.fx.experimental.proxy_tensor import make_fx
-    from torch.func import functional_call
+def trace_case(module, case, *, real: bool = False) -> Graph:
+    """Trace `module.Model` on `case`'s inputs, on fake tensors (no full-size forward; see
+    trace.py). `real=True` runs the forward for real, seeded as the harness seeds it: the old
+    trace, kept as the reference for the tests."""
+    from kernelevolve.synth.trace import TraceRefused, trace_case as trace_gm
 
-    CaseBinder(module, (case,)).bind(case)
-    torch.manual_seed(1)
-    model = module.Model(*module.get_init_inputs())
-    torch.manual_seed(2)
-    inputs = list(module.get_inputs())
-    state = dict(model.named_parameters())
-    state.update(dict(model.named_buffers()))
-    names = list(state)
-
-    def f(tensors, *args):
-        return functional_call(model, dict(zip(names, tensors)), args)
-
-    tensors = [state[n] for n in names]
-    with torch.no_grad():
-        gm = make_fx(f, decomposition_table=_decompositions())(tensors, *inputs)
+    try:
+        gm, names, inputs = trace_gm(module, case, _decompositions(), real=real)
+    except TraceRefused as exc:
+        raise NotCovered(str(exc)) from None
     return _to_graph(gm, names, inputs)
 
 
