@@ -2,6 +2,7 @@
 
     capture.py      trace Model.forward per case into a small IR (make_fx + decompositions)
     trace.py        the case's model and inputs as fake tensors, traced without a real forward
+    shapes.py       call-time shapes for torch-kept views whose sizes differ between cases
     ops.py          the fusable op vocabulary (float, integer, bucketize, embedding lookups)
     kernel.py       kernels, nodes, inputs, outputs and their layouts
     plan.py         group the IR into row/elementwise kernels and torch-kept ops; explain()

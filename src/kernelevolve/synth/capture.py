@@ -8,9 +8,11 @@ Composite ops are decomposed into a small op set: softmax/log_softmax into amax/
 layer norm into mean/var-based arithmetic (our own decomposition, so the statistics stay
 `mean.dim`/`var.correction`, which the planner handles), silu/gelu etc. by the core table.
 
-Each case is traced separately; the problem is covered only when every case gives the same
-graph up to shapes (a scalar that changes with the case, e.g. a baked `1/cols`, means the
-graph depends on the shape in a way the planner does not model).
+Each case is traced separately, and so is the odd-size case the harness derives when the problem
+declares none (problem.derive_held_out); the problem is covered only when every case gives the
+same graph up to shapes (a scalar that changes with the case, e.g. a baked `1/cols` or
+`x.size(-1)`, means the graph depends on the shape in a way the planner does not model; a dim
+that is 1 in one case only changes how it broadcasts).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelevolve.problem import load_problem, import_module
+from kernelevolve.problem import derive_held_out, import_module, load_problem
 
 
 class NotCovered(Exception):
@@ -68,13 +70,29 @@ class Graph:
         return out
 
     def signature(self) -> list[tuple]:
-        """Ops and non-shape arguments: equal across cases when one plan serves them all."""
-        sig = []
-        for v in self.values.values():
-            args = tuple(a if isinstance(a, (Ref, bool, float, str)) or a is None else "·"
-                         for a in v.args)
-            sig.append((v.name, v.op, args, v.dtype, len(v.shape)))
-        return sig
+        """Ops, arguments and which dims are 1: equal across cases when one plan serves them
+        all. Only a view's sizes may differ (a kept view reads them at call time or is
+        refused, see shapes.py and plan._check_kept_args; a fused one follows its kernel)."""
+        return [_value_signature(v) for v in self.values.values()]
+
+
+def _value_signature(v: Value) -> tuple:
+    sizes = v.op in SIZE_ARG_OPS
+    kwargs = tuple(sorted((k, _sig_arg(a, sizes)) for k, a in v.attrs.get("kwargs", {}).items()))
+    return (v.name, v.op, _sig_arg(v.args, sizes), kwargs, v.dtype,
+            tuple(d == 1 for d in v.shape))
+
+
+# Ops whose int arguments are sizes, not values.
+SIZE_ARG_OPS = frozenset({"view", "_unsafe_view", "reshape", "expand", "broadcast_in_dim"})
+
+
+def _sig_arg(a: Any, sizes: bool) -> Any:
+    if isinstance(a, tuple):
+        return tuple(_sig_arg(x, sizes) for x in a)
+    if sizes and isinstance(a, int) and not isinstance(a, bool):
+        return "·"
+    return a
 
 
 def _decompositions() -> dict:
@@ -228,23 +246,63 @@ class Capture:
 
 
 def capture(problem_path: str) -> Capture:
-    """Trace every case; raise NotCovered when the cases do not share one graph."""
+    """Trace every case, and the harness's held-out case when it derives one; raise NotCovered
+    when the cases do not share one graph. Views whose sizes vary get call-time shapes."""
+    from kernelevolve.synth.shapes import annotate_call_shapes
+
     problem = load_problem(problem_path)
     module = import_module(problem.path, prefix="ke_synth")
-    graphs: dict[str, Graph] = {}
-    for case in problem.cases:
+    cases = {c.name: c for c in problem.cases}
+    graphs = {name: _trace(module, case) for name, case in cases.items()}
+    held = derive_held_out(problem)
+    if held is not None:
         try:
-            graphs[case.name] = trace_case(module, case)
+            graphs[held.name] = _trace(module, held)
+            cases[held.name] = held
         except NotCovered:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a trace failure is a coverage fact
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise NotCovered(f"tracing case {case.name!r} failed: {type(exc).__name__}: "
-                             f"{first[:200]}") from None
-    sigs = {name: g.signature() for name, g in graphs.items()}
-    first_name = next(iter(sigs))
-    for name, sig in sigs.items():
-        if sig != sigs[first_name]:
-            raise NotCovered(f"case {name!r} traces to a different graph than case "
-                             f"{first_name!r} (shape-dependent constants or control flow)")
+            pass  # the harness drops a derived shape the reference cannot run; so do we
+    _check_one_graph(graphs, cases, problem.size_globals)
+    annotate_call_shapes(graphs)
     return Capture(problem.path, graphs, module)
+
+
+def _trace(module, case) -> Graph:
+    try:
+        return trace_case(module, case)
+    except NotCovered:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a trace failure is a coverage fact
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise NotCovered(f"tracing case {case.name!r} failed: {type(exc).__name__}: "
+                         f"{first[:200]}") from None
+
+
+def _check_one_graph(graphs: dict[str, Graph], cases: dict, defaults: dict) -> None:
+    names = list(graphs)
+    base = graphs[names[0]].signature()
+    for name in names[1:]:
+        if graphs[name].signature() == base:
+            continue
+        a, b = ({**defaults, **cases[n].bindings} for n in (names[0], name))
+        binds = ", ".join(f"{k}={a.get(k)!r} vs {v!r}" for k, v in b.items() if a.get(k) != v)
+        what = "the harness's held-out odd-size case " if cases[name].held_out else "case "
+        raise NotCovered(f"{what}{name!r} traces to a different graph than case {names[0]!r}: "
+                         f"{_difference(graphs[names[0]], graphs[name], names[0], name)}"
+                         f"{f' ({binds})' if binds else ''}; a size the trace bakes into the "
+                         "graph (x.size() or a size global used as a value, a shape-dependent "
+                         "branch) is not covered")
+
+
+def _difference(ga: Graph, gb: Graph, a: str, b: str) -> str:
+    for va, vb in zip(ga.values.values(), gb.values.values()):
+        sa, sb = _value_signature(va), _value_signature(vb)
+        if sa[:3] != sb[:3] or sa[4] != sb[4]:
+            return f"{_show(va)} in case {a!r} but {_show(vb)} in case {b!r}"
+        if sa != sb:
+            return (f"{_show(va)} has shape {va.shape} and {va.attrs.get('kwargs')} in case "
+                    f"{a!r} but {vb.shape} and {vb.attrs.get('kwargs')} in case {b!r}")
+    return f"{len(ga.values)} values in case {a!r} but {len(gb.values)} in case {b!r}"
+
+
+def _show(v: Value) -> str:
+    return f"{v.op}({', '.join(map(repr, v.args))})"

@@ -16,6 +16,7 @@ from typing import Any
 
 from kernelevolve.synth.capture import Graph, NotCovered, Ref
 from kernelevolve.synth.plan import Kernel, Plan
+from kernelevolve.synth.shapes import render as render_shape
 
 _ALLOWED_IMPORTS = ("torch", "math", "numpy", "functools", "itertools", "typing", "collections",
                     "dataclasses", "enum", "operator", "numbers", "__future__")
@@ -143,8 +144,12 @@ def torch_step(g: Graph, name: str, ref: Reference) -> str:
     if not target.startswith("aten."):
         raise NotCovered(f"cannot call {target} from a candidate")
     args = [render_arg(g, a, ref) for a in v.args]
+    note = "kept in torch"
+    if "call_shape" in v.attrs:  # sizes that vary between cases, read from the source
+        args[1] = render_shape(v.attrs["call_shape"], args[0])
+        note += "; its shape read at call time"
     args += [f"{k}={render_arg(g, a, ref)}" for k, a in v.attrs.get("kwargs", {}).items()]
-    return f"{name} = torch.ops.{target}({', '.join(args)})  # kept in torch"
+    return f"{name} = torch.ops.{target}({', '.join(args)})  # {note}"
 
 
 def forward_prologue(p: Plan, ref: Reference) -> list[str]:
