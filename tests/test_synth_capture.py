@@ -155,6 +155,8 @@ def test_a_4gib_intermediate_is_traced_without_allocating_it():
 # before the fix (a tail or held-out case wrong or raising); now it is accepted on every case,
 # the held-out one included, or the synthesizer refuses with the reason.
 CASE_PROBLEMS = {
+    "synth_case_init_global": "reads the module-level DIM, which the cases set differently",
+    "synth_case_layernorm_global": "reads the module-level N, which the cases set differently",
     "synth_case_size_scalar": r"div\(%sum_1, 64\) in case '16x64' but div\(%sum_1, 33\) in case "
                               "'tail_5x33'",
     "synth_case_flatten_view": None,
@@ -243,3 +245,46 @@ def test_the_held_out_case_is_traced_and_dropped_where_the_reference_cannot_run_
     # the held-out (7, 63) cannot be viewed as (7, 2, -1): the harness drops it, and so do we
     cap = capture(str(write("halves.py", HELD_OUT_DROPPED)))
     assert list(cap.graphs) == ["default"]
+
+
+INIT_GLOBALS = """import math
+import torch
+import torch.nn as nn
+
+DIM = 64
+features = 64
+SCALE = 1 / math.sqrt(DIM)
+
+CASES = [{{"name": "a", "DIM": 64, "features": 64}}, {{"name": "b", "DIM": 33, "features": 33}}]
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(features){scale})
+
+    def forward(self, x):
+        return torch.relu(x * self.w)
+
+
+def get_inputs():
+    return [torch.randn(4, DIM)]
+
+
+def get_init_inputs():
+    return [DIM]
+"""
+
+
+def test_init_globals_the_cases_vary_are_refused_by_name_and_parameters_are_not_globals(write):
+    from kernelevolve.synth import explain_problem
+    from kernelevolve.synth.module import Reference
+
+    ok = write("param.py", INIT_GLOBALS.format(scale=""))  # `features` is __init__'s own
+    assert Reference(str(ok)).constants == []
+    assert explain_problem(str(ok)).startswith("kernel k0")
+    scaled = write("scaled.py", INIT_GLOBALS.format(scale=" * SCALE"))
+    assert explain_problem(str(scaled)) == (
+        "not covered: Model.__init__ reads the module-level SCALE (computed from DIM), which "
+        "the cases set differently (64 in case 'a', 33 in case 'b'); a candidate cannot see a "
+        "case's value: pass it through get_init_inputs()")
