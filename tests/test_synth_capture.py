@@ -162,6 +162,7 @@ CASE_PROBLEMS = {
     "synth_case_flatten_view": None,
     "synth_case_forward_global": None,  # was refused: the view's literal differed by case
     "synth_case_prelu": None,
+    "synth_case_rmsnorm": None,
 }
 
 
@@ -288,3 +289,37 @@ def test_init_globals_the_cases_vary_are_refused_by_name_and_parameters_are_not_
         "not covered: Model.__init__ reads the module-level SCALE (computed from DIM), which "
         "the cases set differently (64 in case 'a', 33 in case 'b'); a candidate cannot see a "
         "case's value: pass it through get_init_inputs()")
+
+
+INPLACE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        z = torch.exp(x)
+        z.add_(1.0)               # a temporary only add_ reads: the out-of-place add
+        w = (x * 2.0).view(-1)
+        w.mul_(3.0)               # a view: writing it writes x * 2.0, so it stays in place
+        return z, w
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_in_place_op_on_a_private_temporary_is_traced_out_of_place(write):
+    """nn.RMSNorm's composite adds eps with `add_`: it used to stay a torch call between two
+    kernels; as `add` the whole norm is one row kernel."""
+    from kernelevolve.synth import explain_problem
+
+    text = explain_problem(str(PROBLEMS / "synth_case_rmsnorm.py"))
+    assert "fuses pow, mean, add, rsqrt, mul, mul" in text and "torch:" not in text, text
+    ops = [(v.op, v.attrs.get("target")) for v in
+           capture(str(write("inplace.py", INPLACE))).graph.values.values()]
+    assert ("add", "aten.add.Tensor") in ops and ("mul_", "aten.mul_.Tensor") in ops, ops

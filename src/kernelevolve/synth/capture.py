@@ -179,7 +179,7 @@ def _to_graph(gm, param_names: list[str], inputs: list[Any]) -> Graph:
             src, idx = node.args
             values[node.name] = _from_node(node, "getitem", (Ref(src.name), idx))
             continue
-        target = node.target
+        target = _out_of_place(node)
         args = tuple(_arg(a) for a in node.args)
         v = _from_node(node, str(target.overloadpacket.__name__) if hasattr(target, "overloadpacket")
                        else str(target), args)
@@ -188,6 +188,28 @@ def _to_graph(gm, param_names: list[str], inputs: list[Any]) -> Graph:
         values[node.name] = v
     _drop_dead(values, outputs)
     return Graph(values, graph_inputs, params, outputs, [f"x{i}" for i in range(len(inputs))])
+
+
+def _out_of_place(node):
+    """An in-place op on a temporary only it reads (rms_norm's `add_(mean, eps)`) is its
+    out-of-place twin: same values, and the planner can fuse it."""
+    import torch
+
+    target = node.target
+    packet = getattr(target, "overloadpacket", None)
+    name = getattr(packet, "__name__", "")
+    src = node.args[0] if node.args else None
+    if not name.endswith("_") or name.startswith("_") or getattr(src, "op", None) != \
+            "call_function" or len(src.users) != 1 or _aliases(src.target):
+        return target
+    twin = getattr(getattr(torch.ops.aten, name[:-1], None), target._overloadname, None)
+    return twin if twin is not None else target
+
+
+def _aliases(target) -> bool:
+    """The op returns a view of an argument (writing to it writes to that argument too)."""
+    schema = getattr(target, "_schema", None)
+    return schema is None or any(r.alias_info is not None for r in schema.returns)
 
 
 def _from_node(node, op: str, args: tuple) -> Value:
