@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROBLEMS, ROOT, example
-from kernelevolve.problem import import_module, load_problem
+from kernelevolve.problem import CaseBinder, import_module, load_problem
 from kernelevolve.synth.capture import NotCovered, capture, trace_case
 from kernelevolve.synth.trace import build_case
 
@@ -74,7 +74,8 @@ def get_init_inputs():
 def _graphs(path: Path, real: bool):
     problem = load_problem(path)
     module = import_module(problem.path, prefix="ke_test_capture")
-    return [trace_case(module, case, real=real) for case in problem.cases]
+    binder = CaseBinder(module, problem.cases)
+    return [trace_case(module, case, real=real, binder=binder) for case in problem.cases]
 
 
 @pytest.mark.parametrize("name", sorted(SAME_GRAPH))
@@ -323,3 +324,34 @@ def test_an_in_place_op_on_a_private_temporary_is_traced_out_of_place(write):
     ops = [(v.op, v.attrs.get("target")) for v in
            capture(str(write("inplace.py", INPLACE))).graph.values.values()]
     assert ("add", "aten.add.Tensor") in ops and ("mul_", "aten.mul_.Tensor") in ops, ops
+
+
+OMITTED_BINDING = """import torch
+import torch.nn as nn
+
+ROWS = 8
+DIM = 33
+
+CASES = [{"name": "wide", "DIM": 64}, {"name": "module_default"}]
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(ROWS, DIM)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_case_that_leaves_a_global_out_gets_the_module_default(write):
+    """As the harness binds cases: a global a case does not set keeps the module's value, not
+    the one the case traced before it set."""
+    cap = capture(str(write("omitted.py", OMITTED_BINDING)))
+    assert {n: cap.graphs[n].values[cap.graphs[n].inputs[0]].shape for n in cap.graphs} == \
+        {"wide": (8, 64), "module_default": (8, 33)}

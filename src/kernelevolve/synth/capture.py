@@ -20,7 +20,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelevolve.problem import derive_held_out, import_module, load_problem
+from kernelevolve.problem import CaseBinder, derive_held_out, import_module, load_problem
 
 
 class NotCovered(Exception):
@@ -121,14 +121,15 @@ def _decompositions() -> dict:
     return table
 
 
-def trace_case(module, case, *, real: bool = False) -> Graph:
+def trace_case(module, case, *, real: bool = False, binder=None) -> Graph:
     """Trace `module.Model` on `case`'s inputs, on fake tensors (no full-size forward; see
     trace.py). `real=True` runs the forward for real, seeded as the harness seeds it: the old
     trace, kept as the reference for the tests."""
     from kernelevolve.synth.trace import TraceRefused, trace_case as trace_gm
 
     try:
-        gm, names, inputs = trace_gm(module, case, _decompositions(), real=real)
+        gm, names, inputs = trace_gm(module, case, _decompositions(), real=real,
+                                     binder=binder)
     except TraceRefused as exc:
         raise NotCovered(str(exc)) from None
     return _to_graph(gm, names, inputs)
@@ -275,11 +276,12 @@ def capture(problem_path: str) -> Capture:
     problem = load_problem(problem_path)
     module = import_module(problem.path, prefix="ke_synth")
     cases = {c.name: c for c in problem.cases}
-    graphs = {name: _trace(module, case) for name, case in cases.items()}
     held = derive_held_out(problem)
+    binder = CaseBinder(module, (*problem.cases, *([held] if held else [])))
+    graphs = {name: _trace(module, case, binder) for name, case in cases.items()}
     if held is not None:
         try:
-            graphs[held.name] = _trace(module, held)
+            graphs[held.name] = _trace(module, held, binder)
             cases[held.name] = held
         except NotCovered:
             pass  # the harness drops a derived shape the reference cannot run; so do we
@@ -288,9 +290,9 @@ def capture(problem_path: str) -> Capture:
     return Capture(problem.path, graphs, module)
 
 
-def _trace(module, case) -> Graph:
+def _trace(module, case, binder) -> Graph:
     try:
-        return trace_case(module, case)
+        return trace_case(module, case, binder=binder)
     except NotCovered:
         raise
     except Exception as exc:  # noqa: BLE001 - a trace failure is a coverage fact

@@ -38,11 +38,13 @@ class Built:
     real: tuple[str, ...] = ()   # "model" and/or "inputs" when they needed real values
 
 
-def build_case(module, case, *, real: bool = False) -> Built:
-    """Bind `case`'s size globals and build the model and inputs (fake; see the module doc)."""
+def build_case(module, case, *, real: bool = False, binder=None) -> Built:
+    """Bind `case`'s size globals and build the model and inputs (fake; see the module doc).
+    `binder` (a CaseBinder over all the cases) restores the module's value of a global this
+    case leaves out; without one, only this case's globals are bound."""
     from kernelevolve.problem import CaseBinder
 
-    CaseBinder(module, (case,)).bind(case)
+    (binder or CaseBinder(module, (case,))).bind(case)
     mode = None if real else _fake_mode()
     built_real: list[str] = []
     model = _build(mode, 1, lambda: module.Model(*module.get_init_inputs()), "model", built_real)
@@ -54,13 +56,13 @@ def build_case(module, case, *, real: bool = False) -> Built:
                  [_fake(mode, x) for x in inputs], tuple(built_real))
 
 
-def trace_case(module, case, decompositions: dict, *, real: bool = False):
+def trace_case(module, case, decompositions: dict, *, real: bool = False, binder=None):
     """(GraphModule, parameter/buffer names, forward inputs) for `case` of `module`."""
     import torch
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    b = build_case(module, case, real=real)
+    b = build_case(module, case, real=real, binder=binder)
 
     def f(tensors, *args):
         return functional_call(b.model, dict(zip(b.names, tensors)), args)
