@@ -6,9 +6,9 @@ in-place edge rows cost nothing, and `make_fx` traces the forward on them (a 4 G
 is a shape, not an allocation). Fake mode runs no fallback kernels: an op without a shape rule
 is refused, never run on zero-filled full-size tensors.
 
-Building the model or the inputs may still need real values (numpy, `.item()` in `__init__`,
-a boolean-mask write in `get_inputs`): then that part is built for real, as the harness builds
-it anyway, and its tensors are converted to fake ones. The forward itself is never run for
+Building the model or the inputs may still need real values (numpy, `.item()` or
+`trunc_normal_` in `__init__`): then that part is built for real, as the harness builds it
+anyway, and its tensors are converted to fake ones. The forward itself is never run for
 real here; what the fake trace cannot follow (a value read with `.item()`, a shape that depends
 on the data, an op with no shape rule) is reported as a `TraceRefused` reason.
 
