@@ -111,6 +111,18 @@ def test_initialisers_buffers_and_value_needing_builds(write, variant):
     assert build_case(module, problem.cases[0]).real == expect
 
 
+def test_a_non_tensor_forward_argument_is_refused_as_before(write):
+    path = write("dim_arg.py", "import torch\nimport torch.nn as nn\n\n\n"
+                 "class Model(nn.Module):\n    def forward(self, x, dim):\n"
+                 "        return torch.softmax(x, dim=dim)\n\n\n"
+                 "def get_inputs():\n    return [torch.randn(16, 16), 1]\n\n\n"
+                 "def get_init_inputs():\n    return []\n")
+    with pytest.raises(NotCovered, match="forward argument 1 is not a tensor"):
+        capture(str(path))
+    with pytest.raises(NotCovered, match="forward argument 1 is not a tensor"):
+        _graphs(path, real=True)
+
+
 DATA_DEPENDENT = {
     "item": ("return x / x.abs().max().item()", "reads a tensor's value"),
     "branch": ("return x * 2 if x.sum() > 0 else -x", "reads a tensor's value"),
