@@ -223,7 +223,7 @@ def test_module_constants_read_by_init_are_copied_and_calls_are_not(tmp_path):
 import torch
 import torch.nn as nn
 
-DIM = 48
+DIM = 49
 SCALE = 1 / math.sqrt(DIM)
 UNUSED = 7
 {extra}
@@ -247,7 +247,7 @@ def get_init_inputs():
     ok = tmp_path / "consts.py"
     ok.write_text(body.format(extra="", use=""))
     source, _ = synthesize(str(ok), "cpp")
-    assert "DIM = 48\nSCALE = 1 / math.sqrt(DIM)" in source and "UNUSED" not in source
+    assert "DIM = 49\nSCALE = 1 / math.sqrt(DIM)" in source and "UNUSED" not in source
     drawn = tmp_path / "drawn.py"
     drawn.write_text(body.format(extra="NOISE = torch.randn(DIM)", use=" + NOISE"))
     text = explain_problem(str(drawn))

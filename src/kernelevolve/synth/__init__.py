@@ -1,6 +1,8 @@
 """The built-in kernel synthesizer: reference -> traced graph -> fusion plan -> candidate.
 
     capture.py      trace Model.forward per case into a small IR (make_fx + decompositions)
+    trace.py        the case's model and inputs as fake tensors, traced without a real forward
+    shapes.py       call-time shapes for torch-kept views whose sizes differ between cases
     ops.py          the fusable op vocabulary (float, integer, bucketize, embedding lookups)
     kernel.py       the typed plan: Layout, NodeKind, LoopKind; kernels, nodes, inputs,
                     outputs, Reduction records; broadcast layouts of shapes

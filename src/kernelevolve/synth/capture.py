@@ -2,13 +2,17 @@
 
 The reference is traced with `make_fx` through `torch.func.functional_call`, so parameters and
 buffers arrive as graph inputs (named by their qualified names) instead of baked constants.
+The model, the inputs and the trace are fake tensors (trace.py): tracing runs no full-size
+forward, and a forward that needs its data (`.item()`, a data-dependent shape) is NotCovered.
 Composite ops are decomposed into a small op set: softmax/log_softmax into amax/sub/exp/sum,
 layer norm into mean/var-based arithmetic (our own decomposition, so the statistics stay
 `mean.dim`/`var.correction`, which the planner handles), silu/gelu etc. by the core table.
 
-Each case is traced separately; the problem is covered only when every case gives the same
-graph up to shapes (a scalar that changes with the case, e.g. a baked `1/cols`, means the
-graph depends on the shape in a way the planner does not model).
+Each case is traced separately, and so is the odd-size case the harness derives when the problem
+declares none (problem.derive_held_out); the problem is covered only when every case gives the
+same graph up to shapes (a scalar that changes with the case, e.g. a baked `1/cols` or
+`x.size(-1)`, means the graph depends on the shape in a way the planner does not model; a dim
+that is 1 in one case only changes how it broadcasts).
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelevolve.problem import CaseBinder, load_problem, import_module
+from kernelevolve.problem import CaseBinder, derive_held_out, import_module, load_problem
 
 
 class NotCovered(Exception):
@@ -66,13 +70,29 @@ class Graph:
         return out
 
     def signature(self) -> list[tuple]:
-        """Ops and non-shape arguments: equal across cases when one plan serves them all."""
-        sig = []
-        for v in self.values.values():
-            args = tuple(a if isinstance(a, (Ref, bool, float, str)) or a is None else "·"
-                         for a in v.args)
-            sig.append((v.name, v.op, args, v.dtype, len(v.shape)))
-        return sig
+        """Ops, arguments and which dims are 1: equal across cases when one plan serves them
+        all. Only a view's sizes may differ (a kept view reads them at call time or is
+        refused, see shapes.py and plan._check_kept_args; a fused one follows its kernel)."""
+        return [_value_signature(v) for v in self.values.values()]
+
+
+def _value_signature(v: Value) -> tuple:
+    sizes = v.op in SIZE_ARG_OPS
+    kwargs = tuple(sorted((k, _sig_arg(a, sizes)) for k, a in v.attrs.get("kwargs", {}).items()))
+    return (v.name, v.op, _sig_arg(v.args, sizes), kwargs, v.dtype,
+            tuple(d == 1 for d in v.shape))
+
+
+# Ops whose int arguments are sizes, not values.
+SIZE_ARG_OPS = frozenset({"view", "_unsafe_view", "reshape", "expand", "broadcast_in_dim"})
+
+
+def _sig_arg(a: Any, sizes: bool) -> Any:
+    if isinstance(a, tuple):
+        return tuple(_sig_arg(x, sizes) for x in a)
+    if sizes and isinstance(a, int) and not isinstance(a, bool):
+        return "·"
+    return a
 
 
 def _decompositions() -> dict:
@@ -101,27 +121,17 @@ def _decompositions() -> dict:
     return table
 
 
-def trace_case(module, case) -> Graph:
-    """Trace `module.Model` on `case`'s inputs, seeded as the harness seeds them."""
-    import torch
-    from torch.fx.experimental.proxy_tensor import make_fx
-    from torch.func import functional_call
+def trace_case(module, case, *, real: bool = False, binder=None) -> Graph:
+    """Trace `module.Model` on `case`'s inputs, on fake tensors (no full-size forward; see
+    trace.py). `real=True` runs the forward for real, seeded as the harness seeds it: the old
+    trace, kept as the reference for the tests."""
+    from kernelevolve.synth.trace import TraceRefused, trace_case as trace_gm
 
-    CaseBinder(module, (case,)).bind(case)
-    torch.manual_seed(1)
-    model = module.Model(*module.get_init_inputs())
-    torch.manual_seed(2)
-    inputs = list(module.get_inputs())
-    state = dict(model.named_parameters())
-    state.update(dict(model.named_buffers()))
-    names = list(state)
-
-    def f(tensors, *args):
-        return functional_call(model, dict(zip(names, tensors)), args)
-
-    tensors = [state[n] for n in names]
-    with torch.no_grad():
-        gm = make_fx(f, decomposition_table=_decompositions())(tensors, *inputs)
+    try:
+        gm, names, inputs = trace_gm(module, case, _decompositions(), real=real,
+                                     binder=binder)
+    except TraceRefused as exc:
+        raise NotCovered(str(exc)) from None
     return _to_graph(gm, names, inputs)
 
 
@@ -170,7 +180,7 @@ def _to_graph(gm, param_names: list[str], inputs: list[Any]) -> Graph:
             src, idx = node.args
             values[node.name] = _from_node(node, "getitem", (Ref(src.name), idx))
             continue
-        target = node.target
+        target = _out_of_place(node)
         args = tuple(_arg(a) for a in node.args)
         v = _from_node(node, str(target.overloadpacket.__name__) if hasattr(target, "overloadpacket")
                        else str(target), args)
@@ -179,6 +189,28 @@ def _to_graph(gm, param_names: list[str], inputs: list[Any]) -> Graph:
         values[node.name] = v
     _drop_dead(values, outputs)
     return Graph(values, graph_inputs, params, outputs, [f"x{i}" for i in range(len(inputs))])
+
+
+def _out_of_place(node):
+    """An in-place op on a temporary only it reads (rms_norm's `add_(mean, eps)`) is its
+    out-of-place twin: same values, and the planner can fuse it."""
+    import torch
+
+    target = node.target
+    packet = getattr(target, "overloadpacket", None)
+    name = getattr(packet, "__name__", "")
+    src = node.args[0] if node.args else None
+    if not name.endswith("_") or name.startswith("_") or getattr(src, "op", None) != \
+            "call_function" or len(src.users) != 1 or _aliases(src.target):
+        return target
+    twin = getattr(getattr(torch.ops.aten, name[:-1], None), target._overloadname, None)
+    return twin if twin is not None else target
+
+
+def _aliases(target) -> bool:
+    """The op returns a view of an argument (writing to it writes to that argument too)."""
+    schema = getattr(target, "_schema", None)
+    return schema is None or any(r.alias_info is not None for r in schema.returns)
 
 
 def _from_node(node, op: str, args: tuple) -> Value:
@@ -237,23 +269,64 @@ class Capture:
 
 
 def capture(problem_path: str) -> Capture:
-    """Trace every case; raise NotCovered when the cases do not share one graph."""
+    """Trace every case, and the harness's held-out case when it derives one; raise NotCovered
+    when the cases do not share one graph. Views whose sizes vary get call-time shapes."""
+    from kernelevolve.synth.shapes import annotate_call_shapes
+
     problem = load_problem(problem_path)
     module = import_module(problem.path, prefix="ke_synth")
-    graphs: dict[str, Graph] = {}
-    for case in problem.cases:
+    cases = {c.name: c for c in problem.cases}
+    held = derive_held_out(problem)
+    binder = CaseBinder(module, (*problem.cases, *([held] if held else [])))
+    graphs = {name: _trace(module, case, binder) for name, case in cases.items()}
+    if held is not None:
         try:
-            graphs[case.name] = trace_case(module, case)
+            graphs[held.name] = _trace(module, held, binder)
+            cases[held.name] = held
         except NotCovered:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a trace failure is a coverage fact
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise NotCovered(f"tracing case {case.name!r} failed: {type(exc).__name__}: "
-                             f"{first[:200]}") from None
-    sigs = {name: g.signature() for name, g in graphs.items()}
-    first_name = next(iter(sigs))
-    for name, sig in sigs.items():
-        if sig != sigs[first_name]:
-            raise NotCovered(f"case {name!r} traces to a different graph than case "
-                             f"{first_name!r} (shape-dependent constants or control flow)")
+            pass  # the harness drops a derived shape the reference cannot run; so do we
+    _check_one_graph(graphs, cases, problem.size_globals)
+    annotate_call_shapes(graphs)
     return Capture(problem.path, graphs, module)
+
+
+def _trace(module, case, binder) -> Graph:
+    try:
+        return trace_case(module, case, binder=binder)
+    except NotCovered:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a trace failure is a coverage fact
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise NotCovered(f"tracing case {case.name!r} failed: {type(exc).__name__}: "
+                         f"{first[:200]}") from None
+
+
+def _check_one_graph(graphs: dict[str, Graph], cases: dict, defaults: dict) -> None:
+    names = list(graphs)
+    base = graphs[names[0]].signature()
+    for name in names[1:]:
+        if graphs[name].signature() == base:
+            continue
+        a, b = ({**defaults, **cases[n].bindings} for n in (names[0], name))
+        binds = ", ".join(f"{k}={a.get(k)!r} vs {v!r}" for k, v in b.items() if a.get(k) != v)
+        what = "the harness's held-out odd-size case " if cases[name].held_out else "case "
+        raise NotCovered(f"{what}{name!r} traces to a different graph than case {names[0]!r}: "
+                         f"{_difference(graphs[names[0]], graphs[name], names[0], name)}"
+                         f"{f' ({binds})' if binds else ''}; a size the trace bakes into the "
+                         "graph (x.size() or a size global used as a value, a shape-dependent "
+                         "branch) is not covered")
+
+
+def _difference(ga: Graph, gb: Graph, a: str, b: str) -> str:
+    for va, vb in zip(ga.values.values(), gb.values.values()):
+        sa, sb = _value_signature(va), _value_signature(vb)
+        if sa[:3] != sb[:3] or sa[4] != sb[4]:
+            return f"{_show(va)} in case {a!r} but {_show(vb)} in case {b!r}"
+        if sa != sb:
+            return (f"{_show(va)} has shape {va.shape} and {va.attrs.get('kwargs')} in case "
+                    f"{a!r} but {vb.shape} and {vb.attrs.get('kwargs')} in case {b!r}")
+    return f"{len(ga.values)} values in case {a!r} but {len(gb.values)} in case {b!r}"
+
+
+def _show(v: Value) -> str:
+    return f"{v.op}({', '.join(map(repr, v.args))})"

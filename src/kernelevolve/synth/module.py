@@ -4,8 +4,10 @@ torch-kept steps of `forward`.
 Parameters: `ModelNew.__init__` is the reference's own `Model.__init__` body, copied from the
 problem source (with `super(Model, self)` made `super()`), so it creates the same parameters
 in the same order from the same random stream: under the harness's seeding both models get
-identical weights. `forward` reads each parameter from the candidate's own module
-(`self.linear.weight`), never from the reference.
+identical weights. The module-level constants that body reads are copied too, unless the
+cases (or the harness's held-out case) set one differently: the candidate cannot see a case's
+value, so that is NotCovered, naming the global. `forward` reads each parameter from the
+candidate's own module (`self.linear.weight`), never from the reference.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from kernelevolve.synth.capture import Graph, NotCovered, Ref
 from kernelevolve.synth.plan import Kernel, Plan
+from kernelevolve.synth.shapes import render as render_shape
 
 _ALLOWED_IMPORTS = ("torch", "math", "numpy", "functools", "itertools", "typing", "collections",
                     "dataclasses", "enum", "operator", "numbers", "__future__")
@@ -55,17 +58,43 @@ class Reference:
             seg = ast.get_source_segment(source, init, padded=True)
             seg = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", seg)
             self.init_src = _reindent(seg, "    ")
-            self.constants = _constants_used(tree, source, init)
+            self.constants = _constants_used(tree, source, init, varying_globals(problem_path))
 
 
 _PURE_CALLS = {"int", "float", "bool", "tuple", "list", "min", "max", "len", "abs", "round"}
 
 
-def _constants_used(tree: ast.Module, source: str, init: ast.FunctionDef) -> list[str]:
+def varying_globals(problem_path: str) -> dict[str, str]:
+    """Module globals the cases set to different values (the harness's held-out case included),
+    each with its values by case, e.g. {"DIM": "64 in case '16x64', 33 in case 'tail'"}."""
+    import sys
+
+    from kernelevolve.problem import derive_held_out, import_module, load_problem
+
+    problem = load_problem(problem_path)
+    held = derive_held_out(problem)
+    cases = [*problem.cases, *([held] if held else [])]
+    keys = {k for c in cases for k in c.bindings}
+    if not keys:
+        return {}
+    module = import_module(problem.path, prefix="ke_synth_globals")
+    sys.modules.pop(module.__name__, None)
+    out = {}
+    for key in sorted(keys):
+        values = [(c, c.bindings.get(key, getattr(module, key, None))) for c in cases]
+        if len({repr(v) for _, v in values}) > 1:
+            out[key] = ", ".join(f"{v!r} in " + ("the harness's held-out case" if c.held_out
+                                                 else f"case {c.name!r}") for c, v in values)
+    return out
+
+
+def _constants_used(tree: ast.Module, source: str, init: ast.FunctionDef,
+                    varying: dict[str, str]) -> list[str]:
     """The module-level assignments `Model.__init__` reads (and those they read in turn), in
     source order, so `ModelNew.__init__` (the same body) finds them: `DIM = 64`,
     `SCALE = 1 / math.sqrt(DIM)`. A value computed by any other call is not copied: running it
-    again in the candidate could differ (random draws, I/O)."""
+    again in the candidate could differ (random draws, I/O). Nor is a global the cases set
+    differently (`varying`): the candidate's copy would keep one case's value in every case."""
     assigns: dict[str, ast.stmt] = {}
     for node in tree.body:
         targets = (node.targets if isinstance(node, ast.Assign) else
@@ -75,14 +104,18 @@ def _constants_used(tree: ast.Module, source: str, init: ast.FunctionDef) -> lis
                 if isinstance(name, ast.Name):
                     assigns[name.id] = node
     needed: list[ast.stmt] = []
-    stack = [n.id for n in ast.walk(init)
-             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    stack = [(n, n) for n in sorted(_globals_read(init))]
     seen: set[str] = set()
     while stack:
-        name = stack.pop()
+        name, via = stack.pop()
         if name in seen or name not in assigns:
             continue
         seen.add(name)
+        if name in varying:
+            through = f"{via} (computed from {name})" if via != name else name
+            raise NotCovered(f"Model.__init__ reads the module-level {through}, which the cases "
+                             f"set differently ({varying[name]}); a candidate cannot see a "
+                             "case's value: pass it through get_init_inputs()")
         node = assigns[name]
         for call in (c for c in ast.walk(node) if isinstance(c, ast.Call)):
             fn = call.func
@@ -94,9 +127,21 @@ def _constants_used(tree: ast.Module, source: str, init: ast.FunctionDef) -> lis
                                  f"call ({ast.get_source_segment(source, call)}); not copied")
         if node not in needed:
             needed.append(node)
-        stack += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+        stack += [(n.id, via) for n in ast.walk(node) if isinstance(n, ast.Name)
                   and isinstance(n.ctx, ast.Load)]
     return [ast.get_source_segment(source, n) for n in sorted(needed, key=lambda n: n.lineno)]
+
+
+def _globals_read(fn: ast.FunctionDef) -> set[str]:
+    """Names `fn` loads that are not its own: its parameters and the names it assigns are
+    locals (a parameter `features` is not the module's `features`)."""
+    a = fn.args
+    local = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+    loads = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name):
+            (loads if isinstance(n.ctx, ast.Load) else local).add(n.id)
+    return loads - local
 
 
 def _reindent(text: str, indent: str) -> str:
@@ -143,8 +188,12 @@ def torch_step(g: Graph, name: str, ref: Reference) -> str:
     if not target.startswith("aten."):
         raise NotCovered(f"cannot call {target} from a candidate")
     args = [render_arg(g, a, ref) for a in v.args]
+    note = "kept in torch"
+    if "call_shape" in v.attrs:  # sizes that vary between cases, read from the source
+        args[1] = render_shape(v.attrs["call_shape"], args[0])
+        note += "; its shape read at call time"
     args += [f"{k}={render_arg(g, a, ref)}" for k, a in v.attrs.get("kwargs", {}).items()]
-    return f"{name} = torch.ops.{target}({', '.join(args)})  # kept in torch"
+    return f"{name} = torch.ops.{target}({', '.join(args)})  # {note}"
 
 
 def forward_prologue(p: Plan, ref: Reference) -> list[str]:
