@@ -20,6 +20,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelevolve.synth import decomp
 from kernelevolve.problem import CaseBinder, derive_held_out, import_module, load_problem
 
 
@@ -118,6 +119,7 @@ def _decompositions() -> dict:
         return out, mean, rstd
 
     table[aten.native_layer_norm.default] = layer_norm
+    table.update(decomp.table())
     return table
 
 

@@ -190,7 +190,8 @@ def torch_step(g: Graph, name: str, ref: Reference) -> str:
     args = [render_arg(g, a, ref) for a in v.args]
     note = "kept in torch"
     if "call_shape" in v.attrs:  # sizes that vary between cases, read from the source
-        args[1] = render_shape(v.attrs["call_shape"], args[0])
+        args[1] = render_shape(v.attrs["call_shape"], args[0],
+                               lambda n: render_arg(g, Ref(n), ref))
         note += "; its shape read at call time"
     args += [f"{k}={render_arg(g, a, ref)}" for k, a in v.attrs.get("kwargs", {}).items()]
     return f"{name} = torch.ops.{target}({', '.join(args)})  # {note}"

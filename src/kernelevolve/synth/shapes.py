@@ -7,8 +7,11 @@ views its (C,) weight as `[1, C, 1, 1]`). When the literal differs between the t
 shape: a size every case shares stays a literal, a size that is the product of a run of the
 source's dims in every case becomes that product (`x.shape[0:2].numel()`), and at most one
 other dim becomes -1. The expression is kept only when it reproduces every traced case's shape;
-it goes in the view's `attrs["call_shape"]` (items: an int, or `("dims", a, b)` for
-prod(shape[a:b])), which module.torch_step renders and plan._check_kept_args accepts.
+A size that no run of the source's dims gives may come from a forward input instead
+(`("of", input, a, b)`: a group norm's (N, G, D) result viewed back as the input's
+(N, C, H, W)). It goes in the view's `attrs["call_shape"]` (items: an int, `("dims", a, b)`
+for prod(shape[a:b]) of the source, or the `("of", ...)` form), which module.torch_step renders
+and plan._check_kept_args accepts.
 """
 from __future__ import annotations
 
@@ -29,33 +32,43 @@ def annotate_call_shapes(graphs: dict[str, Any]) -> None:
         src = v.args[0].name
         ins = [tuple(g.values[src].shape) for g in gs]
         outs = [tuple(g.values[name].shape) for g in gs]
-        expr = call_shape(ins, outs)
+        others = {i: [tuple(g.values[i].shape) for g in gs] for i in gs[0].inputs if i != src}
+        expr = call_shape(ins, outs, others)
         if expr is not None:
             for g in gs:
                 g.values[name].attrs["call_shape"] = expr
 
 
-def call_shape(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> tuple | None:
-    """Per output dim: a shared literal, ("dims", a, b), or -1 (at most one); None when the
-    output shapes cannot be written from the input shapes so that every case comes out."""
+def call_shape(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]],
+               others: dict[str, list[tuple[int, ...]]] | None = None) -> tuple | None:
+    """Per output dim: a shared literal, ("dims", a, b), ("of", input, a, b) or -1 (at most
+    one); None when the output shapes cannot be written from the source's (and the other
+    forward inputs') shapes so that every case comes out."""
     expr: list[Any] = []
     cursor, free = 0, False
+    others = others or {}
     for j in range(len(outs[0])):
         sizes = [o[j] for o in outs]
         if len(set(sizes)) == 1:
             expr.append(sizes[0])
             continue
         run = _run_of_dims(ins, sizes, cursor)
+        other = next(((name, r) for name, shapes in others.items()
+                      if (r := _run_of_dims(shapes, sizes, j if j < len(shapes[0]) else 0))
+                      is not None), None)
         if run is not None:
             expr.append(("dims", *run))
             cursor = run[1]
+        elif other is not None:
+            expr.append(("of", other[0], *other[1]))
         elif not free:
             expr.append(-1)
             free = True
         else:
             return None
     out = tuple(expr)
-    return out if all(evaluate(out, i) == o for i, o in zip(ins, outs)) else None
+    cases = [{name: shapes[c] for name, shapes in others.items()} for c in range(len(ins))]
+    return out if all(evaluate(out, i, o_) == o for i, o, o_ in zip(ins, outs, cases)) else None
 
 
 def _run_of_dims(ins, sizes, cursor: int) -> tuple[int, int] | None:
@@ -67,22 +80,32 @@ def _run_of_dims(ins, sizes, cursor: int) -> tuple[int, int] | None:
     return None
 
 
-def evaluate(expr: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The output shape `expr` gives for a source of `shape` (-1 resolved as torch does)."""
-    dims = [math.prod(shape[d[1]:d[2]]) if isinstance(d, tuple) else d for d in expr]
+def evaluate(expr: tuple, shape: tuple[int, ...],
+             others: dict[str, tuple[int, ...]] | None = None) -> tuple[int, ...]:
+    """The output shape `expr` gives for a source of `shape` and forward inputs of the shapes
+    `others` (-1 resolved as torch does)."""
+    def size(d):
+        if not isinstance(d, tuple):
+            return d
+        if d[0] == "of":
+            return math.prod((others or {})[d[1]][d[2]:d[3]])
+        return math.prod(shape[d[1]:d[2]])
+    dims = [size(d) for d in expr]
     if -1 in dims:
         known = math.prod(d for d in dims if d != -1)
         dims[dims.index(-1)] = math.prod(shape) // known if known else 0
     return tuple(dims)
 
 
-def render(expr: tuple, src: str) -> str:
-    """The Python list expression of `expr` over the source tensor named `src`."""
+def render(expr: tuple, src: str, name_of=lambda name: name) -> str:
+    """The Python list expression of `expr` over the source tensor named `src` (`name_of`:
+    the Python name of a forward input)."""
     parts = []
     for d in expr:
         if isinstance(d, tuple):
-            _, a, b = d
-            parts.append(f"{src}.shape[{a}]" if b == a + 1 else f"{src}.shape[{a}:{b}].numel()")
+            t = name_of(d[1]) if d[0] == "of" else src
+            a, b = d[-2:]
+            parts.append(f"{t}.shape[{a}]" if b == a + 1 else f"{t}.shape[{a}:{b}].numel()")
         else:
             parts.append(str(d))
     return f"[{', '.join(parts)}]"

@@ -1,0 +1,64 @@
+"""The synthesizer's own decompositions (synth/decomp.py): multi-dim and full reductions,
+vector norms, max/min over a dim, batch / group / instance norm in inference, drafted and
+accepted by the full harness, NaN and inf edges included."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import PROBLEMS
+from kernelevolve.synth import explain_problem, synthesize
+from kernelevolve.synth.shapes import call_shape, evaluate
+
+REDUCE = PROBLEMS / "synth_decomp_reduce.py"
+NORMS = PROBLEMS / "synth_decomp_norms.py"
+
+
+def _accepted(evaluator, problem, source, tmp_path, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    result = evaluator.evaluate(problem, path)
+    assert result.accepted, result.reason
+    return result
+
+
+@pytest.mark.parametrize("language", ["cpp", "triton"])
+def test_reductions_and_norms_over_merged_dims_are_accepted(evaluator, tmp_path, language):
+    source, p = synthesize(str(REDUCE), language)
+    ops = [n.source_op for k in p.kernels for n in k.nodes]
+    assert {"amax", "amin", "sum", "mean", "sqrt", "pow"} <= set(ops)
+    _accepted(evaluator, REDUCE, source, tmp_path, f"decomp_reduce_{language}")
+
+
+@pytest.mark.parametrize("language", ["cpp", "triton"])
+def test_batch_group_and_instance_norm_in_inference_are_accepted(evaluator, tmp_path, language):
+    text = explain_problem(str(NORMS))
+    assert "native_batch_norm" not in text and "native_group_norm" not in text, text
+    source, p = synthesize(str(NORMS), language)
+    assert len(p.kernels) == 4        # bn; group norm's statistics and affine; instance norm
+    _accepted(evaluator, NORMS, source, tmp_path, f"decomp_norms_{language}")
+
+
+def test_what_the_decompositions_leave_alone(write):
+    path = write("left.py", "import torch\nimport torch.nn as nn\n"
+                 "class Model(nn.Module):\n"
+                 "    def __init__(self):\n"
+                 "        super().__init__()\n"
+                 "        self.bn = nn.BatchNorm1d(8)\n"
+                 "    def forward(self, x):\n"
+                 "        return x.sum(dim=(0, 2)) * 2.0, torch.relu(self.bn(x))\n"
+                 "def get_inputs():\n    return [torch.randn(4, 8, 16)]\n"
+                 "def get_init_inputs():\n    return []\n")
+    text = explain_problem(str(path))
+    # dims (0, 2) are not one block; batch norm in training mode updates running statistics
+    assert "torch: sum" in text and "torch: native_batch_norm" in text, text
+
+
+def test_a_view_back_reads_its_sizes_from_a_forward_input():
+    # (N, G, D) viewed back as the input's (N, C, H, W) in two cases
+    ins = [(4, 2, 576), (3, 2, 324)]
+    outs = [(4, 8, 12, 12), (3, 8, 9, 9)]
+    others = {"x": [(4, 8, 12, 12), (3, 8, 9, 9)]}
+    expr = call_shape(ins, outs, others)
+    assert expr is not None and ("of", "x", 2, 3) in expr
+    assert evaluate(expr, (5, 2, 1800), {"x": (5, 8, 15, 15)}) == (5, 8, 15, 15)
+    assert call_shape(ins, outs) is None   # not from the source alone
