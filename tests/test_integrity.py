@@ -116,3 +116,24 @@ def test_what_a_candidate_prints_is_kept_as_its_log(evaluator, write):
     assert result.accepted, result.reason
     assert "hello from forward" in result.logs["check.stdout"]
     assert [p.rsplit("/", 1)[-1].split("-")[0] for p in result.libraries] == ["corpus_softmax"]
+
+
+def test_neutered_check_needs_a_reference_output_a_skipped_kernel_could_miss():
+    """The aten suite's any_all (a lone True) and its losses on NaN inputs (a NaN scalar) were
+    rejected as fake: uninitialised memory and NaN poison match such outputs by chance. Those
+    cases say nothing; a case with a finite value still convicts a kernel torch stands in for."""
+    import torch
+
+    from kernelevolve.harness.integrity import neutered_problem
+
+    nan, inf = torch.tensor(float("nan")), torch.tensor([float("inf"), -float("inf")])
+    assert neutered_problem("edge", [nan], {"outputs": [nan.clone()]}, None) is None
+    assert neutered_problem("edge", [inf], {"outputs": [inf.clone()]}, None) is None
+    lone = torch.tensor(True)
+    assert neutered_problem("normal", [lone], {"outputs": [lone.clone()]}, None) is None
+    finite = torch.tensor([0.5, float("nan")])
+    assert "a fake kernel" in neutered_problem("normal", [finite], {"outputs": [finite.clone()]},
+                                               None)
+    bools = torch.tensor([True, False, True])
+    assert "a fake kernel" in neutered_problem("normal", [nan, bools],
+                                               {"outputs": [nan.clone(), bools.clone()]}, None)
