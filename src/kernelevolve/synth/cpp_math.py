@@ -65,43 +65,46 @@ EXP_LOG = expand(r"""
 // Bits of a float and back (memcpy: defined behaviour, one register move once vectorised).
 static inline int32_t ke_f2i(float x) { int32_t i; std::memcpy(&i, &x, sizeof i); return i; }
 static inline float ke_i2f(int32_t i) { float x; std::memcpy(&x, &i, sizeof x); return x; }
-// 2^k for an integer k in [-126, 127] (by the exponent bits; shifted unsigned, no overflow).
-static inline float ke_pow2k(int32_t k) {
-    return ke_i2f(static_cast<int32_t>(static_cast<uint32_t>(k + 127) << 23));
-}
+// 2^k for an integer k in [-126, 127] (by the exponent bits, in unsigned arithmetic: any k
+// is defined behaviour, out-of-range ones give garbage the callers select away).
+static inline float ke_pow2k(uint32_t k) { return ke_i2f(static_cast<int32_t>((k + 127u) << 23)); }
 
 // Round to the nearest integer by adding 1.5 * 2^23 (in the fma that scales x): the sum's low
 // mantissa bits are the integer, n = t - 1.5 * 2^23 is it as a float and bits(t) - bits(1.5 *
-// 2^23) as an int32 (valid for |x * scale| < 2^22).
+// 2^23) as an integer (valid for |x * scale| < 2^22; beyond, callers select the result).
 #define KE_ROUND_MAGIC 12582912.0f
-#define KE_ROUND_BITS 0x4b400000
+#define KE_ROUND_BITS 0x4b400000u
+static inline uint32_t ke_round_bits(float t) {
+    return static_cast<uint32_t>(ke_f2i(t)) - KE_ROUND_BITS;
+}
 
-// e^r * 2^k for |r| <= ln(2)/2 and an integer k in [-152, 130]: 2^k in two factors, so a
-// result in the subnormal range is rounded once and k = 128 does not overflow on the way.
-static inline float ke_exp_scale(float r, int32_t k) {
+// e^r * 2^k for |r| <= ln(2)/2 and an integer k in [-152, 130]: 1 + r (1 + r P(r)) by Horner,
+// 2^k in two factors, so a result in the subnormal range is rounded once and k = 128 does not
+// overflow on the way.
+static inline float ke_exp_scale(float r, uint32_t k) {
 POLY(p, r, exp);
-    const float er = std::fma(r * r, p, r) + 1.0f;
-    const int32_t k1 = k >> 1;
+    const float er = std::fma(std::fma(p, r, 1.0f), r, 1.0f);
+    const uint32_t k1 = static_cast<uint32_t>(static_cast<int32_t>(k) >> 1);
     return (er * ke_pow2k(k1)) * ke_pow2k(k - k1);
 }
 
-// x clamped to [lo, hi] by vmaxps / vminps (a NaN x becomes lo: callers select NaN back).
+// x clamped to [lo, hi] (a NaN x becomes lo or hi: callers select NaN back).
 static inline float ke_clamp(float x, float lo, float hi) {
     const float a = x > lo ? x : lo;
     return a < hi ? a : hi;
 }
 
 // e^x: n = round(x / ln 2), r = x - n ln 2 (a two-part ln 2 with fma: the first step is
-// exact), e^r by the polynomial. x is clamped where e^x is already 0 or inf in float, which
-// keeps n in range: 0 and inf come out of the arithmetic.
+// exact), e^r by the polynomial; 0 and inf come out of the scaling up to where the reduction
+// stays in range, and are selected beyond (below -104, above 89); NaN propagates through r.
 static inline float ke_exp_poly(float x) {
-    const float xc = ke_clamp(x, -104.0f, 89.0f);
-    const float t = std::fma(xc, 1.44269504088896341f, KE_ROUND_MAGIC);
+    const float t = std::fma(x, 1.44269504088896341f, KE_ROUND_MAGIC);
     const float n = t - KE_ROUND_MAGIC;
-    float r = std::fma(n, -0.693147182464599609f, xc);
+    float r = std::fma(n, -0.693147182464599609f, x);
     r = std::fma(n, 1.90465421212593362e-09f, r);
-    const float e = ke_exp_scale(r, ke_f2i(t) - KE_ROUND_BITS);
-    return x == x ? e : x;
+    float e = ke_exp_scale(r, ke_round_bits(t));
+    e = x < -104.0f ? 0.0f : e;
+    return x > 89.0f ? INFINITY : e;
 }
 
 #if FAST_EXP
@@ -110,39 +113,42 @@ static inline float ke_exp_poly(float x) {
 #define KE_EXP(x) std::exp(x)
 #endif
 
-// e^d for a double argument (erfc's exp(-z^2 + p), whose z^2 would lose bits in float):
-// the reduction in double, the polynomial in float (a NaN d gives 0: the caller selects).
-static inline float ke_exp_d(double d) {
-    double dc = d > -104.0 ? d : -104.0;
-    dc = dc < 89.0 ? dc : 89.0;
-    const double n = std::floor(std::fma(dc, 1.4426950408889634, 0.5));
-    const float r = static_cast<float>(std::fma(n, -0.69314718055994531, dc));
-    return ke_exp_scale(r, static_cast<int32_t>(n));
+// e^(a + b) for an exact a and a small correction b (erfc's exp(-z^2 + p), with z^2 split so
+// that a = -zh^2 is exact): the reduction takes a exactly and b after it.
+static inline float ke_exp_sum(float a, float b) {
+    const float x = a + b;
+    const float t = std::fma(x, 1.44269504088896341f, KE_ROUND_MAGIC);
+    const float n = t - KE_ROUND_MAGIC;
+    float r = std::fma(n, -0.693147182464599609f, a) + b;
+    r = std::fma(n, 1.90465421212593362e-09f, r);
+    float e = ke_exp_scale(r, ke_round_bits(t));
+    e = x < -104.0f ? 0.0f : e;
+    return x > 89.0f ? INFINITY : e;
 }
 
 // e^x * 2^k for a small integer k (sinh / cosh: e^x / 2 is finite up to x = 89.4).
 static inline float ke_exp_shifted(float x, int32_t k) {
-    const float xc = ke_clamp(x, -104.0f, 90.0f);
-    const float t = std::fma(xc, 1.44269504088896341f, KE_ROUND_MAGIC);
+    const float t = std::fma(x, 1.44269504088896341f, KE_ROUND_MAGIC);
     const float n = t - KE_ROUND_MAGIC;
-    float r = std::fma(n, -0.693147182464599609f, xc);
+    float r = std::fma(n, -0.693147182464599609f, x);
     r = std::fma(n, 1.90465421212593362e-09f, r);
-    const float e = ke_exp_scale(r, ke_f2i(t) - KE_ROUND_BITS + k);
-    return x == x ? e : x;
+    float e = ke_exp_scale(r, ke_round_bits(t) + static_cast<uint32_t>(k));
+    e = x < -104.0f ? 0.0f : e;
+    return x > 90.0f ? INFINITY : e;
 }
 
 // 2^x: n = round(x), r = x - n (exact), 2^r = 1 + r P(r); integers give exact powers.
 static inline float ke_exp2(float x) {
 #if FAST_EXP
-    const float xc = ke_clamp(x, -152.0f, 129.0f);
-    const float t = xc + KE_ROUND_MAGIC;
-    const float r = xc - (t - KE_ROUND_MAGIC);
+    const float t = x + KE_ROUND_MAGIC;
+    const float r = x - (t - KE_ROUND_MAGIC);
 POLY(p, r, exp2);
     const float er = std::fma(r, p, 1.0f);
-    const int32_t k = ke_f2i(t) - KE_ROUND_BITS;
-    const int32_t k1 = k >> 1;
-    const float e = (er * ke_pow2k(k1)) * ke_pow2k(k - k1);
-    return x == x ? e : x;
+    const uint32_t k = ke_round_bits(t);
+    const uint32_t k1 = static_cast<uint32_t>(static_cast<int32_t>(k) >> 1);
+    float e = (er * ke_pow2k(k1)) * ke_pow2k(k - k1);
+    e = x < -151.0f ? 0.0f : e;
+    return x > 129.0f ? INFINITY : e;
 #else
     return std::exp2(x);
 #endif
@@ -153,18 +159,18 @@ POLY(p, r, exp2);
 // x = -25 the result is -1 in float. x = +-0 gives x.
 static inline float ke_expm1(float x) {
 #if FAST_EXP
-    const float xc = ke_clamp(x, -25.0f, 89.0f);
+    const float xc = x < -25.0f ? -25.0f : x;
     const float t = std::fma(xc, 1.44269504088896341f, KE_ROUND_MAGIC);
     const float n = t - KE_ROUND_MAGIC;
     float r = std::fma(n, -0.693147182464599609f, xc);
     r = std::fma(n, 1.90465421212593362e-09f, r);
 POLY(p, r, expm1);
     const float em = std::fma(r * r, std::fma(p, r, 0.5f), r);
-    const int32_t k = ke_f2i(t) - KE_ROUND_BITS;
-    const bool top = k > 127;
-    const float s = ke_pow2k(top ? 127 : k);
+    const uint32_t k = ke_round_bits(t);
+    const bool top = static_cast<int32_t>(k) > 127;
+    const float s = ke_pow2k(top ? 127u : k);
     const float e = std::fma(s, em, s - (top ? 0.5f : 1.0f)) * (top ? 2.0f : 1.0f);
-    return (x == 0.0f || x != x) ? x : e;
+    return x == 0.0f ? x : (x > 89.0f ? INFINITY : e);
 #else
     return std::expm1(x);
 #endif
@@ -181,8 +187,8 @@ POLY(p, f, log1p);
 // Meaningful for finite x > 0 only (ke_log_ends selects the rest).
 static inline float ke_log_parts(float x, float* e) {
     const bool sub = x < 1.17549435e-38f;
-    const int32_t ix = ke_f2i(sub ? x * 8388608.0f : x) - 0x3f3504f3;
-    *e = static_cast<float>((ix >> 23) - (sub ? 23 : 0));
+    const int32_t ix = ke_f2i(x * (sub ? 8388608.0f : 1.0f)) - 0x3f3504f3;
+    *e = static_cast<float>(ix >> 23) - (sub ? 23.0f : 0.0f);
     return ke_i2f((ix & 0x007fffff) + 0x3f3504f3) - 1.0f;
 }
 

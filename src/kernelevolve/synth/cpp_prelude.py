@@ -90,7 +90,8 @@ static inline float ke_fmod(float a, float b) {
     const float x = std::fabs(a), y = std::fabs(b);
     int32_t k = ke_exponent(x) - ke_exponent(y) - 22;
     k = k < 0 ? 0 : (k > 254 ? 254 : k);
-    float d = (y * ke_pow2k(k >> 1)) * ke_pow2k(k - (k >> 1));
+    float d = (y * ke_pow2k(static_cast<uint32_t>(k >> 1))) *
+              ke_pow2k(static_cast<uint32_t>(k - (k >> 1)));
     float r = x;
     #pragma GCC unroll 13
     for (int step = 0; step < 13; ++step) {

@@ -143,10 +143,8 @@ static inline float ke_normal_cdf(float h) {
 #endif
 }
 
-// erf: the Taylor series to x^13 below |x| = 0.5 (relative error < 1e-8), 1 - erfc above.
-static inline float ke_erf(float x) {
-#if FAST_EXP
-    const float a = std::fabs(x);
+// erf(a) for |a| < 0.5: the Taylor series to a^13 (relative error < 1e-8).
+static inline float ke_erf_series(float a) {
     const float a2 = a * a;
     float s = 1.0f / 9360.0f;
     s = std::fma(s, -a2, 1.0f / 1320.0f);
@@ -155,26 +153,35 @@ static inline float ke_erf(float x) {
     s = std::fma(s, -a2, 1.0f / 10.0f);
     s = std::fma(s, -a2, 1.0f / 3.0f);
     s = std::fma(s, -a2, 1.0f);
-    const float small = 1.12837916709551257f * s * a;
-    const float big = 1.0f - 2.0f * ke_half_erfc_abs(a);
-    const float e = a < 0.5f ? small : big;
+    return 1.12837916709551257f * s * a;
+}
+
+// erf: the series below |x| = 0.5, 1 - erfc above; the sign copied back.
+static inline float ke_erf(float x) {
+#if FAST_EXP
+    const float a = std::fabs(x);
+    const float e = a < 0.5f ? ke_erf_series(a) : 1.0f - 2.0f * ke_half_erfc_abs(a);
     return std::copysign(e, x);
 #else
     return std::erf(x);
 #endif
 }
 
-// erfc: 1 - erf(x) below 0.5 (no cancellation: erf(x) < 0.53 there), the tail fit above,
-// with -z^2 + P(t) summed in double so the far tail keeps its relative accuracy; subnormal
-// results come out of ke_exp_d's scaling; erfc(inf) = 0, erfc(-inf) = 2.
+// erfc: 1 - erf(x) by the series for |x| < 0.5 (no cancellation: erf(x) < 0.53 there); for
+// |x| >= 0.5 the tail fit at |x|, and 2 minus it for negative x. The tail's exp(-z^2 + P(t))
+// is taken as exp(-zh^2 + (P(t) - (z - zh)(z + zh))) for zh = z with its low 12 bits cleared
+// (-zh^2 exact), so the far tail keeps its relative accuracy; subnormal results come out of
+// the exp's scaling; above 10.1 erfc is 0 in float, erfc(-inf) = 2.
 static inline float ke_erfc(float x) {
 #if FAST_EXP
-    const float z = x < 0.5f ? 0.5f : x;
+    const float a = std::fabs(x);
+    const float z = a < 0.5f ? 0.5f : (a > 10.1f ? 10.1f : a);
     const float t = 2.0f / (2.0f + z);
-    const double arg = static_cast<double>(ke_erfc_poly(t)) -
-                       static_cast<double>(z) * static_cast<double>(z);
-    const float tail = t * ke_exp_d(arg);
-    return x < 0.5f ? 1.0f - ke_erf(x) : tail;
+    const float zh = ke_i2f(ke_f2i(z) & static_cast<int32_t>(0xfffff000u));
+    float tail = t * ke_exp_sum(-zh * zh, ke_erfc_poly(t) - (z - zh) * (z + zh));
+    tail = a > 10.1f ? 0.0f : tail;
+    tail = x < 0.0f ? 2.0f - tail : tail;
+    return a < 0.5f ? 1.0f - ke_erf_series(x) : tail;
 #else
     return std::erfc(x);
 #endif
