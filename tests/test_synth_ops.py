@@ -266,3 +266,34 @@ def test_huge_trig_arguments_reject_the_fast_path_and_accept_libm(evaluator, tmp
     libm = _evaluate(evaluator, problem, rewrite(source, {"FAST_EXP": 0}), tmp_path,
                      "huge_sin_libm")
     assert libm.accepted, libm.reason
+
+
+@pytest.mark.parametrize("name", OPS_PROBLEMS)
+def test_edge_value_problem_kernels_vectorise(tmp_path, name):
+    """g++ vectorises every elementwise loop of the drafts (a where reading a scalar operand
+    from memory inside `c ? a : b` was a conditional load that kept logit's and xlogy's loops
+    scalar, 20x slower)."""
+    import re
+    import subprocess
+
+    source, _ = synthesize(str(PROBLEMS / f"synth_ops_{name}.py"), "cpp")
+    cpp = source.split('SRC = r"""', 1)[1].split('"""', 1)[0]
+    cpp = "#define PARALLEL_MIN_ELEMENTS 32768\n#define ROWS_PER_TASK 0\n#define FAST_EXP 1\n" + cpp
+    src = tmp_path / "k.cpp"
+    src.write_text(cpp)
+    proc = subprocess.run(["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC",
+                           "-c", str(src), "-o", str(tmp_path / "k.o"), "-fno-math-errno",
+                           "-fno-trapping-math", "-mprefer-vector-width=512",
+                           "-fopt-info-vec-optimized"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    done = {int(m.group(1)) for m in re.finditer(r"k\.cpp:(\d+):\d+: optimized: loop vectorized",
+                                                 proc.stderr)}
+    lines = cpp.splitlines()
+    # g++ names a line inside the loop body: each loop's lines up to its closing brace
+    loops = [(i, lines.index("    }", i) + 1) for i, line in enumerate(lines, start=1)
+             if line.strip() == "for (int64_t i = 0; i < n; ++i) {"]
+    # (int64 % by a constant: AVX-512 has no vector integer division or 64-bit multiply-high)
+    scalar = [lines[a - 3] for a, b in loops if not any(a <= d <= b for d in done)
+              and not any(" % " in line for line in lines[a:b])]
+    assert loops and not scalar, scalar

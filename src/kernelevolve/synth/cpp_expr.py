@@ -155,7 +155,9 @@ SPELL: dict[tuple[str, str], Spell] = {
     **{("binary", op): _t(s) for op, s in _BINARY.items()},
     ("binary", "eq"): _compare_eq, ("binary", "pow"): _pow, ("unary", "round"): _round,
     ("unary", "elu"): _elu, ("clamp", "clamp"): _clamp, ("clamp", "clamp_t"): _clamp_t,
-    ("where", "where"): _t("({0} ? {1} : {2})"),
+    # a function call evaluates both sides first: a side read straight from memory (a scalar
+    # or per-row operand, `in1[0]`) would otherwise be a conditional load g++ cannot vectorise
+    ("where", "where"): _t("ke_select({0}, {1}, {2})"),
     ("bucketize", "bucketize"):
         lambda n, x, t: f"ke_bucketize({x[0]}, {x[1]}, {x[1]}_n, {lit(n.attrs['right'])})",
     **{("cast", d): _cast for d in CTYPE},

@@ -47,6 +47,9 @@ PRELUDE = r"""
 
 """ + EXP_LOG + SPECIAL + TRIG + r"""
 
+// where(c, a, b) with both sides evaluated (see cpp_expr.py's where).
+template <typename T> static inline T ke_select(bool c, T a, T b) { return c ? a : b; }
+
 // Integer arithmetic as torch does it: add/sub/mul wrap around (two's complement, done in the
 // unsigned type, where overflow is defined); remainder and floor division round toward minus
 // infinity (Python semantics). Divisors and shift counts are constants the planner checked
