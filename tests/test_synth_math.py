@@ -224,3 +224,33 @@ def test_every_function_leaves_its_loop_vectorised(tmp_path):
             loops[m.group(1)] = i + 2     # the `for` line after the pragma
     missing = [name for name, line in loops.items() if line not in done]
     assert not missing, f"not vectorised: {missing}"
+
+
+def test_fmod_with_a_constant_divisor_takes_fewer_steps_and_stays_exact(tmp_path):
+    """cpp_expr gives ke_fmod the steps a constant divisor needs (the gap to FLT_MAX); with
+    them the remainder is still exact for dividends of every exponent."""
+    from kernelevolve.synth.cpp_expr import fmod_steps
+
+    divisors = [0.7, 3.0, -1e-30, 1e-45, 2.5e-38, 1e30, 3.4e38, 1.0]
+    steps = [fmod_steps(d) for d in divisors]
+    assert steps[0] == 6 and steps[3] == 13 and steps[6] == 1 and steps[5] < 13
+    fns = "\n".join(
+        f'extern "C" void c{j}(const float* a, float* y, int64_t n) {{\n    #pragma omp simd\n'
+        f"    for (int64_t i = 0; i < n; ++i) y[i] = ke_fmod<{s}>(a[i], {d!r}f);\n}}"
+        for j, (d, s) in enumerate(zip(divisors, steps)))
+    os.environ["KERNELEVOLVE_CACHE_DIR"] = str(tmp_path / "cache")
+    lib = load_cpp("#define FAST_EXP 1\n#define ROWS_PER_TASK 0\n" + PRELUDE + fns,
+                   name="fmod_const", flags=FLAGS)
+    g = torch.Generator().manual_seed(2)
+    a = torch.exp(torch.rand(200_000, generator=g) * 190 - 100) * torch.randn(200_000,
+                                                                                generator=g)
+    a = torch.cat([a, torch.tensor([3.4028235e38, -3.4028235e38, 1e-45, 0.0, -0.0])]).float()
+    for j, d in enumerate(divisors):
+        f = getattr(lib, f"c{j}")
+        f.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int64]
+        y = torch.empty_like(a)
+        f(a.data_ptr(), y.data_ptr(), a.numel())
+        want = torch.fmod(a.double(), torch.tensor(d, dtype=torch.float32).double()).float()
+        both_nan = y.isnan() & want.isnan()
+        ok = both_nan | ((y == want) & (torch.signbit(y) == torch.signbit(want)))
+        assert ok.all(), (d, a[~ok][:4].tolist(), y[~ok][:4].tolist())

@@ -10,6 +10,7 @@ tests/test_synth_ops.py checks that every pair of the vocabulary is in one of th
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -77,8 +78,7 @@ _BINARY = {
     "fmax": "(({0} > {1} || {1} != {1}) ? {0} : {1})",
     "fmin": "(({0} < {1} || {1} != {1}) ? {0} : {1})",
     "rsub": "({1} - {0})", "leaky_relu": "({0} > 0.0f ? {0} : {0} * {1})",
-    "rem": "ke_frem({0}, {1})", "floordiv": "ke_ffloordiv({0}, {1})",
-    "truncdiv": "std::trunc({0} / {1})", "fmod": "ke_fmod({0}, {1})",
+    "truncdiv": "std::trunc({0} / {1})",
     "atan2": "ke_atan2({0}, {1})", "hypot": "ke_hypot({0}, {1})",
     "copysign": "std::copysign({0}, {1})", "nextafter": "ke_nextafter({0}, {1})",
     "xor": "({0} != {1})",
@@ -93,6 +93,22 @@ def _pow(n: KNode, x: list, t: str) -> str:
         if float(e) in special:
             return special[float(e)]
     return f"std::pow({a}, {b})"
+
+
+def fmod_steps(b) -> int:
+    """Reduction steps ke_fmod needs for the divisor `b`: 13 for a tensor (any exponent gap),
+    fewer for a constant (|a| <= FLT_MAX bounds the gap by 127 - exponent(b))."""
+    if isinstance(b, Ref) or not isinstance(b, (int, float)):
+        return 13
+    y = abs(float(np.float32(b)))
+    if y == 0 or y != y or y == float("inf"):
+        return 1
+    gap = 127 - (math.frexp(y)[1] - 1)
+    return min(13, -(-max(gap - 22, 0) // 22) + 1)
+
+
+def _fmod_family(name: str) -> Spell:
+    return lambda n, x, t: f"{name}<{fmod_steps(n.args[1])}>({x[0]}, {x[1]})"
 
 
 def _compare_eq(n: KNode, x: list, t: str) -> str:
@@ -154,6 +170,8 @@ SPELL: dict[tuple[str, str], Spell] = {
     **{("binary", op): _t(f"({{0}} {s} {{1}})") for op, s in _INFIX.items()},
     **{("binary", op): _t(s) for op, s in _BINARY.items()},
     ("binary", "eq"): _compare_eq, ("binary", "pow"): _pow, ("unary", "round"): _round,
+    ("binary", "fmod"): _fmod_family("ke_fmod"), ("binary", "rem"): _fmod_family("ke_frem"),
+    ("binary", "floordiv"): _fmod_family("ke_ffloordiv"),
     ("unary", "elu"): _elu, ("clamp", "clamp"): _clamp, ("clamp", "clamp_t"): _clamp_t,
     # a function call evaluates both sides first: a side read straight from memory (a scalar
     # or per-row operand, `in1[0]`) would otherwise be a conditional load g++ cannot vectorise

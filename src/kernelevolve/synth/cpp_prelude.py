@@ -79,17 +79,18 @@ template <typename T> static inline T ke_ifloordiv(T a, T b) {
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 // fmod(a, b), exact and branch-free: |a| is reduced modulo |b| 2^k, k stepping down by 22
-// from the exponent gap (13 steps cover the widest gap, 276), each step taking a quotient
-// below 2^23: one division, trunc, and an fma that is exact (the remainder of the exact
-// quotient, or that minus |b| 2^k when the division rounded up to the next integer, fixed by
-// one add). Subnormal exponents are read after scaling by 2^24. Then C's ends: NaN for a
-// zero divisor, an infinite or NaN operand; |a| < |b| (b = inf included) gives a; the sign
-// is a's (fmod(-0, 3) = -0).
+// from the exponent gap, each step taking a quotient below 2^23: one division, trunc, and an
+// fma that is exact (the remainder of the exact quotient, or that minus |b| 2^k when the
+// division rounded up to the next integer, fixed by one add). STEPS covers the widest gap:
+// 13 for any b (276 bits, FLT_MAX over the smallest subnormal); cpp_expr.py passes fewer for
+// a constant b (the gap is at most 127 - exponent(b)). Subnormal exponents are read after
+// scaling by 2^24. Then C's ends: NaN for a zero divisor, an infinite or NaN operand; |a| <
+// |b| (b = inf included) gives a; the sign is a's (fmod(-0, 3) = -0).
 static inline int32_t ke_exponent(float v) {
     const bool sub = v < 1.17549435e-38f;
     return ((ke_f2i(sub ? v * 16777216.0f : v) >> 23) & 0xff) - (sub ? 151 : 127);
 }
-static inline float ke_fmod(float a, float b) {
+template <int STEPS = 13> static inline float ke_fmod(float a, float b) {
     const float x = std::fabs(a), y = std::fabs(b);
     int32_t k = ke_exponent(x) - ke_exponent(y) - 22;
     k = k < 0 ? 0 : (k > 254 ? 254 : k);
@@ -97,7 +98,7 @@ static inline float ke_fmod(float a, float b) {
               ke_pow2k(static_cast<uint32_t>(k - (k >> 1)));
     float r = x;
     #pragma GCC unroll 13
-    for (int step = 0; step < 13; ++step) {
+    for (int step = 0; step < STEPS; ++step) {
         const float q = std::trunc(r / d);
         r = std::fma(-q, d, r);
         r = r < 0.0f ? r + d : r;
@@ -109,8 +110,8 @@ static inline float ke_fmod(float a, float b) {
     return std::copysign(r, a);
 }
 // torch.remainder on floats: fmod, plus b when the signs differ.
-static inline float ke_frem(float a, float b) {
-    const float r = ke_fmod(a, b);
+template <int STEPS = 13> static inline float ke_frem(float a, float b) {
+    const float r = ke_fmod<STEPS>(a, b);
     return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
 }
 // torch.floor_divide on floats (c10's div_floor_floating): floor(a / b) rounds the quotient
@@ -118,8 +119,8 @@ static inline float ke_frem(float a, float b) {
 // So: the exact multiple (a - fmod(a, b)) / b, one less when the remainder's sign differs
 // from b's, snapped to the nearest integer; a zero quotient keeps the sign of a / b, and a
 // zero divisor gives a / b (inf or NaN), as torch does. All selects.
-static inline float ke_ffloordiv(float a, float b) {
-    const float mod = ke_fmod(a, b);
+template <int STEPS = 13> static inline float ke_ffloordiv(float a, float b) {
+    const float mod = ke_fmod<STEPS>(a, b);
     float div = (a - mod) / b;
     div = (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) ? div - 1.0f : div;
     float fl = std::floor(div);
