@@ -25,6 +25,15 @@ T8 = math.tan(math.pi / 8)
 # see cpp_trig.py), so they are fitted on the wider interval.
 TRIG = math.pi / 4 + 0.03
 
+
+def erfc_exponent(s: np.ndarray) -> np.ndarray:
+    """g(s) = log(erfc(z) / t) + z^2 at s = -z / (2 + z), t = 1 + s, so erfc(z) = t exp(-z^2 +
+    g(s)): the form of erfc in cpp_special.py (absolute error in g is relative error in
+    erfc; g(0) = 0, so small z keep their accuracy)."""
+    z = -2.0 * s / (1.0 + s)
+    return np.array([math.log(math.erfc(v)) for v in z]) + z * z - np.log1p(s)
+
+
 # name: (function, lo, hi, powers fitted, fixed (power, coefficient) terms)
 SPECS = {
     "exp": (np.exp, -L2 / 2 - 1e-3, L2 / 2 + 1e-3, [2, 3, 4, 5, 6], ((0, 1.0), (1, 1.0))),
@@ -37,6 +46,8 @@ SPECS = {
     "atan": (np.arctan, -T8 - 1e-3, T8 + 1e-3, [3, 5, 7, 9, 11], ((1, 1.0),)),
     "asin": (np.arcsin, -0.5 - 1e-3, 0.5 + 1e-3, [3, 5, 7, 9, 11], ((1, 1.0),)),
     "sinh": (np.sinh, -1.0 - 1e-3, 1.0 + 1e-3, [3, 5, 7, 9], ((1, 1.0),)),
+    # z in [0, 10.2]: s in [-10.2/12.2, 0]; absolute error (see erfc_exponent)
+    "erfc": (erfc_exponent, -10.2 / 12.2, 0.0, list(range(1, 11)), (), "abs"),
 }
 
 
@@ -58,13 +69,14 @@ def lawson(basis: np.ndarray, target: np.ndarray, weight: np.ndarray,
     return best_c, best_err
 
 
-def fit(fn, lo: float, hi: float, powers: list[int], fixed, n: int = 8001):
-    """float32 coefficients for `powers` and the final max relative error."""
+def fit(fn, lo: float, hi: float, powers: list[int], fixed, error: str = "rel",
+        n: int = 8001):
+    """float32 coefficients for `powers` and the final max relative (or absolute) error."""
     x = lo + (hi - lo) * (np.cos(np.linspace(math.pi, 0.0, n)) + 1) / 2
     x = x[x != 0]
     y = fn(x)
-    weight = 1.0 / np.abs(y)
-    target = y - sum(c * x ** k for k, c in fixed)
+    weight = 1.0 / np.abs(y) if error == "rel" else np.ones_like(y)
+    target = y - sum((c * x ** k for k, c in fixed), np.zeros_like(y))
     coeffs = []
     rest = list(powers)
     while rest:
@@ -78,9 +90,9 @@ def fit(fn, lo: float, hi: float, powers: list[int], fixed, n: int = 8001):
 
 def main() -> None:
     print("COEFFS = {")
-    for name, (fn, lo, hi, powers, fixed) in SPECS.items():
-        coeffs, err = fit(fn, lo, hi, powers, fixed)
-        print(f"    # max relative error {err:.2g}")
+    for name, (fn, lo, hi, powers, fixed, *error) in SPECS.items():
+        coeffs, err = fit(fn, lo, hi, powers, fixed, *error)
+        print(f"    # max {'absolute' if error else 'relative'} error {err:.2g}")
         print(f"    {name!r}: ({powers}, {coeffs}),")
     print("}")
 

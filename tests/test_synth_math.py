@@ -39,7 +39,7 @@ UNARY = {
     "acosh": ("ke_acosh", torch.acosh, [(1, 10), (1, 1.001), (1, 3e38)], 2.5),
     "atanh": ("ke_atanh", torch.atanh, [(-1, 1), (-1e-3, 1e-3), (0.999, 1)], 2.5),
     "erf": ("ke_erf", torch.erf, [(-6, 6), (-1e-3, 1e-3)], 3),
-    "erfc": ("ke_erfc", torch.erfc, [(-6, 10.05), (-1e-3, 1e-3), (5, 10.05)], 6),
+    "erfc": ("ke_erfc", torch.erfc, [(-6, 10.05), (-1e-3, 1e-3), (5, 10.05)], 4),
     "tanh": ("ke_tanh", torch.tanh, [(-12, 12), (-0.5, 0.5)], 3),
     "sigmoid": ("ke_sigmoid", torch.sigmoid, [(-88, 30)], 3),
     "round": ("std::nearbyint", torch.round, [(-1e7, 1e7), (-3, 3)], 0),

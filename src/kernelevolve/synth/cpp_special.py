@@ -92,24 +92,23 @@ static inline float ke_atanh(float x) {
 #endif
 }
 
-// The exponent of 0.5 * erfc(z) = 0.5 t exp(-z^2 + P(t)) for z >= 0, t = 2 / (2 + z): the
-// Chebyshev fit of Numerical Recipes (erfcc, relative error below 1.2e-7 for every z).
-static inline float ke_erfc_poly(float t) {
-    float p = 0.17087277f;
-    p = std::fma(p, t, -0.82215223f);
-    p = std::fma(p, t, 1.48851587f);
-    p = std::fma(p, t, -1.13520398f);
-    p = std::fma(p, t, 0.27886807f);
-    p = std::fma(p, t, -0.18628806f);
-    p = std::fma(p, t, 0.09678418f);
-    p = std::fma(p, t, 0.37409196f);
-    p = std::fma(p, t, 1.00002368f);
-    return std::fma(p, t, -1.26551223f);
+// erfc(z) = (1 + s) exp(-z^2 + s P(s)) for z >= 0, s = -z / (2 + z) in (-1, 0]: a minimax
+// fit of that form (cpp_math.COEFFS["erfc"]; the exponent's error below 7e-9 for every z,
+// and s P(s) keeps its relative accuracy as z -> 0). Returns s P(s); *t = 1 + s (as 2 / (2 +
+// z): 1 + s would lose t's relative accuracy as s -> -1).
+static inline float ke_erfc_exponent(float z, float* t) {
+    const float inv = 1.0f / (2.0f + z);
+    const float s = -z * inv;
+    *t = 2.0f * inv;
+POLY(p, s, erfc);
+    return s * p;
 }
 
 static inline float ke_half_erfc_abs(float z) {
-    const float t = 2.0f / (2.0f + z);
-    return 0.5f * t * ke_exp_poly(std::fma(-z, z, ke_erfc_poly(t)));
+    float t;
+    z = z > 10.1f ? 10.1f : z;     // erfc(10.1) is 0 in float (inf would give inf / inf)
+    const float g = ke_erfc_exponent(z, &t);
+    return 0.5f * t * ke_exp_poly(std::fma(-z, z, g));
 }
 
 // erf(x) = x P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4) rounds to 1 in float): a
@@ -167,21 +166,20 @@ static inline float ke_erf(float x) {
 #endif
 }
 
-// erfc: 1 - erf(x) by the series for |x| < 0.5 (no cancellation: erf(x) < 0.53 there); for
-// |x| >= 0.5 the tail fit at |x|, and 2 minus it for negative x. The tail's exp(-z^2 + P(t))
-// is taken as exp(-zh^2 + (P(t) - (z - zh)(z + zh))) for zh = z with its low 12 bits cleared
-// (-zh^2 exact), so the far tail keeps its relative accuracy; subnormal results come out of
-// the exp's scaling; above 10.1 erfc is 0 in float, erfc(-inf) = 2.
+// erfc: the fit above at |x| (its bound holds from 0 up), 2 minus it for negative x. Its
+// exp(-z^2 + g) is taken as exp(-zh^2 + (g - (z - zh)(z + zh))) for zh = z with its low 12
+// bits cleared (-zh^2 exact), so the far tail keeps its relative accuracy; subnormal results
+// come out of the exp's scaling; above 10.1 erfc is 0 in float, erfc(-inf) = 2; NaN stays.
 static inline float ke_erfc(float x) {
 #if FAST_EXP
     const float a = std::fabs(x);
-    const float z = a < 0.5f ? 0.5f : (a > 10.1f ? 10.1f : a);
-    const float t = 2.0f / (2.0f + z);
+    const float z = a > 10.1f ? 10.1f : a;
+    float t;
+    const float g = ke_erfc_exponent(z, &t);
     const float zh = ke_i2f(ke_f2i(z) & static_cast<int32_t>(0xfffff000u));
-    float tail = t * ke_exp_sum(-zh * zh, ke_erfc_poly(t) - (z - zh) * (z + zh));
+    float tail = t * ke_exp_sum(-zh * zh, g - (z - zh) * (z + zh));
     tail = a > 10.1f ? 0.0f : tail;
-    tail = x < 0.0f ? 2.0f - tail : tail;
-    return a < 0.5f ? 1.0f - ke_erf_series(x) : tail;
+    return x < 0.0f ? 2.0f - tail : tail;
 #else
     return std::erfc(x);
 #endif

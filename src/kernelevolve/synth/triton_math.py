@@ -156,16 +156,16 @@ _jit("_ke_atanh(x)", [
     "    return _ke_copysign(0.5 * _ke_log1p((2.0 * a) / (1.0 - a)), x)"],
     deps=("_ke_copysign", "_ke_log1p"))
 _jit("_ke_erfc(x)", [
-    "    # 1 - erf below 0.5; above, t exp(-z^2 + P(t)) with t = 2 / (2 + z) (the Chebyshev",
-    "    # fit of Numerical Recipes' erfcc)",
-    "    z = tl.where(x < 0.5, 0.5, x)",
-    "    t = 2.0 / (2.0 + z)",
-    "    p = 0.17087277 * t - 0.82215223",
-    *[f"    p = tl.math.fma(p, t, {c})" for c in ("1.48851587", "-1.13520398", "0.27886807",
-                                                  "-0.18628806", "0.09678418", "0.37409196",
-                                                  "1.00002368", "-1.26551223")],
-    "    tail = t * tl.exp(tl.math.fma(-z, z, p))",
-    "    return tl.where(x < 0.5, 1.0 - tl.math.erf(x), tail)"])
+    "    # (1 + s) exp(-z^2 + s P(s)) at z = |x|, s = -z / (2 + z) (cpp_math.COEFFS), 2 minus",
+    "    # it for negative x",
+    "    z = tl.minimum(tl.abs(x), 10.1)",
+    "    inv = 1.0 / (2.0 + z)",
+    "    s = -z * inv",
+    *_horner("p", "s", "erfc"),
+    "    tail = (2.0 * inv) * tl.exp(tl.math.fma(-z, z, s * p))",
+    "    tail = tl.where(tl.abs(x) > 10.1, 0.0, tail)",
+    f"    tail = tl.where(x != x, {_NAN}, tail)",
+    "    return tl.where(x < 0.0, 2.0 - tail, tail)"])
 _jit("_ke_nextafter(a, b)", [
     "    # one step of a's bit pattern toward b; from +-0 the smallest subnormal of b's sign",
     "    ia = a.to(tl.int32, bitcast=True)",
