@@ -1,8 +1,12 @@
 """The op set the planner fuses: ATen op names mapped to a small normalised vocabulary.
 
 A normalised op is `(kind, name)`: kind is "unary", "binary", "where", "clamp", "cast",
-"bucketize", "gather" (an embedding lookup), "reduce" or "view"; the emitters spell each
-name in C++ and Triton (cpp_expr.py, triton_expr.py). Anything not listed here stays a torch call.
+"bucketize", "gather" (an embedding lookup), "reduce" or "view"; `vocabulary()` lists every
+pair normalise() can give, and both emitters spell each one or say why not (cpp_expr.py,
+triton_expr.py; tests/test_synth_ops.py checks). Anything not listed here stays a torch call.
+A few ATen ops become ops of another name: isnan(x) is x != x, isinf(x) the comparison
+|x| == inf (a binary "eq" with attrs {"abs": True}), clamp with one tensor bound maximum or
+minimum.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ UNARY = {
     "sigmoid": "sigmoid", "tanh": "tanh", "relu": "relu", "sin": "sin", "cos": "cos",
     "erf": "erf", "reciprocal": "reciprocal", "log1p": "log1p", "expm1": "expm1",
     "floor": "floor", "ceil": "ceil", "logical_not": "not", "exp2": "exp2", "log2": "log2",
-    "sign": "sign", "square": "square",
+    "sign": "sign", "square": "square", "tan": "tan", "asin": "asin", "acos": "acos",
+    "atan": "atan", "sinh": "sinh", "cosh": "cosh", "asinh": "asinh", "acosh": "acosh",
+    "atanh": "atanh", "erfc": "erfc", "trunc": "trunc", "log10": "log10", "fix": "trunc",
 }
 BINARY = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "max", "minimum": "min",
@@ -23,11 +29,25 @@ BINARY = {
     "logical_and": "and", "logical_or": "or", "rsub": "rsub", "fmax": "fmax", "fmin": "fmin",
     "remainder": "rem", "floor_divide": "floordiv", "bitwise_and": "band", "bitwise_or": "bor",
     "bitwise_xor": "bxor", "__lshift__": "shl", "__rshift__": "shr", "bitwise_left_shift": "shl",
-    "bitwise_right_shift": "shr",
+    "bitwise_right_shift": "shr", "fmod": "fmod", "atan2": "atan2", "hypot": "hypot",
+    "copysign": "copysign", "nextafter": "nextafter", "logical_xor": "xor",
 }
+# Pairs normalise() gives besides UNARY's and BINARY's (and the cast, reduce and view ones).
+EXTRA = {("unary", "bnot"), ("unary", "gelu"), ("unary", "gelu_tanh"), ("unary", "elu"),
+         ("unary", "round"), ("binary", "leaky_relu"), ("binary", "floordiv"),
+         ("binary", "truncdiv"), ("where", "where"), ("clamp", "clamp"), ("clamp", "clamp_t"),
+         ("bucketize", "bucketize"), ("gather", "embedding")}
+# Ops whose result keeps an integer operand's type (torch does not promote them to float), so
+# an emitter computes them in int64 / int32; the others compute in float32 (or compare).
+INT_RESULT = {("unary", op) for op in ("abs", "neg", "relu", "sign", "square", "bnot", "floor",
+                                       "ceil", "round", "trunc")} | \
+    {("binary", op) for op in ("add", "sub", "mul", "rsub", "max", "min", "fmax", "fmin", "pow",
+                               "rem", "floordiv", "truncdiv", "fmod", "band", "bor", "bxor",
+                               "shl", "shr")} | \
+    {("where", "where"), ("clamp", "clamp"), ("clamp", "clamp_t")}
 # Integer ops whose second operand must be a constant: a constant divisor cannot be zero or
 # -1 at run time (no trap), and a constant shift stays below the bit width.
-CONST_RHS = {"rem", "floordiv", "truncdiv", "shl", "shr"}
+CONST_RHS = {"rem", "floordiv", "truncdiv", "fmod", "shl", "shr"}
 INT_TYPES = ("int64", "int32")
 REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var": "var"}
 VIEWS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "alias", "clone",
@@ -35,6 +55,12 @@ VIEWS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "alias", "cl
 FLOAT_TYPES = ("float32",)
 ELEMENT_TYPES = ("float32", "bool", "int64", "int32")
 BITS = {"int64": 64, "int32": 32}
+# Pairs an integer type may compute in: those, plus what takes its operand's type
+# (writer.compute_dtype: comparisons, logical not, bucketize, casts and views).
+INT_COMPUTE = INT_RESULT | {("binary", op) for op in ("eq", "ne", "lt", "le", "gt", "ge", "and",
+                                                      "or")} | \
+    {("unary", "not"), ("bucketize", "bucketize")} | \
+    {("cast", t) for t in ELEMENT_TYPES} | {("view", v) for v in VIEWS}
 
 
 def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | None:
@@ -44,6 +70,8 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     op, args, kw = v.op, v.args, v.attrs.get("kwargs", {})
     if op in UNARY and len(args) == 1:
         return "unary", UNARY[op], args, {}
+    if op in ("isnan", "isinf", "elu", "round") and args:
+        return _pointwise(v, op, args, kw)
     if op == "bitwise_not" and len(args) == 1:
         return "unary", "bnot", args, {}
     if op == "bucketize" and len(args) == 2 and isinstance(args[1], Ref):
@@ -77,11 +105,7 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     if op == "where" and len(args) == 3:
         return "where", "where", args, {}
     if op == "clamp":
-        lo = args[1] if len(args) > 1 else kw.get("min")
-        hi = args[2] if len(args) > 2 else kw.get("max")
-        if isinstance(lo, Ref) or isinstance(hi, Ref):
-            return None
-        return "clamp", "clamp", (args[0],), {"lo": lo, "hi": hi}
+        return _clamp(args, kw)
     if op == "hardtanh":
         lo = args[1] if len(args) > 1 else -1.0
         hi = args[2] if len(args) > 2 else 1.0
@@ -93,6 +117,53 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     if op in VIEWS:
         return "view", op, args[:1], {}
     return None
+
+
+def _pointwise(v: Value, op: str, args: tuple, kw: dict) -> tuple | None:
+    """isnan / isinf as comparisons, elu (and selu) with its constants, round(decimals)."""
+    x = args[0]
+    if op == "isnan":
+        return "binary", "ne", (x, x), {}
+    if op == "isinf":
+        return "binary", "eq", (x, float("inf")), {"abs": True}
+    if op == "elu":
+        consts = [args[i] if len(args) > i else kw.get(k, 1.0)
+                  for i, k in ((1, "alpha"), (2, "scale"), (3, "input_scale"))]
+        if v.dtype != "float32" or not all(_number(c) for c in consts):
+            return None
+        return "unary", "elu", (x,), dict(zip(("alpha", "scale", "input_scale"),
+                                              map(float, consts)))
+    decimals = kw.get("decimals", args[1] if len(args) > 1 else 0)
+    if not isinstance(decimals, int) or isinstance(decimals, bool) or \
+            (decimals and v.dtype != "float32"):
+        return None
+    return "unary", "round", (x,), {"decimals": decimals}
+
+
+def _number(a: Any) -> bool:
+    return isinstance(a, (int, float)) and not isinstance(a, bool)
+
+
+def _clamp(args: tuple, kw: dict) -> tuple:
+    """Scalar bounds are attrs; a tensor bound makes it maximum / minimum, or clamp_t with
+    the bounds as operands min(max(x, lo), hi) when both are given."""
+    lo = args[1] if len(args) > 1 else kw.get("min")
+    hi = args[2] if len(args) > 2 else kw.get("max")
+    if not isinstance(lo, Ref) and not isinstance(hi, Ref):
+        return "clamp", "clamp", (args[0],), {"lo": lo, "hi": hi}
+    if lo is None:
+        return "binary", "min", (args[0], hi), {}
+    if hi is None:
+        return "binary", "max", (args[0], lo), {}
+    return "clamp", "clamp_t", (args[0], lo, hi), {}
+
+
+def vocabulary() -> set[tuple[str, str]]:
+    """Every (kind, name) normalise() can give."""
+    pairs = {("unary", n) for n in UNARY.values()} | {("binary", n) for n in BINARY.values()}
+    pairs |= EXTRA | {("cast", t) for t in ELEMENT_TYPES}
+    pairs |= {("reduce", n) for n in REDUCE.values()} | {("view", n) for n in VIEWS}
+    return pairs
 
 
 def _safe_const(name: str, b: Any, dtype: str) -> bool:

@@ -1,43 +1,26 @@
-"""Triton spelling of one planned node: literals, the node's expression, and the jit helpers
-(Python-rounding integer division and remainder, bucketize) a module includes when used."""
+"""Triton spelling of one planned node, as tables keyed by ops.py's (kind, op) pairs, and the
+`@triton.jit` helpers a module includes when its kernels call them (triton_math.py).
+
+The tables mirror cpp_expr.py's: SPELL (float / bool compute types), INT_SPELL (int64 /
+int32) and INT_SAME, UNSUPPORTED / INT_UNSUPPORTED with the reason, BY_WRITER for what the
+kernel writer (emit_triton.py) spells itself. Only functions that exist both in the
+interpreter (TRITON_INTERPRET=1) and on GPUs are used: tl.exp / log / exp2 / log2 / sin / cos /
+sqrt / floor / ceil / abs / where / math.erf / math.fma and bit casts; the rest is written
+out from them (tests/test_synth_ops.py checks every pair is covered).
+"""
 from __future__ import annotations
 
+from typing import Callable
+
 from kernelevolve.synth.capture import NotCovered, Ref
+from kernelevolve.synth.cpp_expr import ten_pow
 from kernelevolve.synth.kernel import KNode
+from kernelevolve.synth.triton_math import HELPERS  # noqa: F401  (the emitter reads it here)
 from kernelevolve.synth.writer import INTS
 
 TL = {"float32": "tl.float32", "int64": "tl.int64", "int32": "tl.int32", "bool": "tl.int1"}
-# Python-rounding integer helpers and bucketize, emitted once into modules that use them.
-HELPERS = {
-    "_ke_trunc": ["@triton.jit", "def _ke_trunc(q):", "    # rounds toward zero",
-                  "    return tl.where(q < 0, tl.ceil(q), tl.floor(q))"],
-    "_ke_rem": ["@triton.jit", "def _ke_rem(a, b):",
-             "    # a % b with the sign of b (Triton's % truncates, like C)",
-             "    r = a % b", "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)"],
-    "_ke_floordiv": ["@triton.jit", "def _ke_floordiv(a, b):",
-                  "    # a // b rounded toward minus infinity (Triton's // truncates, like C)",
-                  "    q = a // b", "    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), "
-                  "q - 1, q)"],
-    "_ke_ffloordiv": ["@triton.jit", "def _ke_ffloordiv(a, b):",
-                   "    # torch.floor_divide on floats: the exact multiple, not floor(a / b)",
-                   "    mod = a % b  # on floats: fmod (truncated, exact)",
-                   "    div = (a - mod) / b",
-                   "    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)",
-                   "    fl = tl.floor(div)",
-                   "    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)",
-                   "    zero = tl.where((a / b) < 0, -0.0, 0.0)",
-                   "    return tl.where(b == 0, a / b, tl.where(div == 0, zero, fl))"],
-    "_ke_bucketize": ["@triton.jit", "def _ke_bucketize(x, table, n, RIGHT: tl.constexpr):",
-                  "    # boundaries before x, counted (sorted boundaries: torch.bucketize's index)",
-                  "    count = tl.zeros_like(x).to(tl.int64)",
-                  "    for j in range(0, n):",
-                  "        b = tl.load(table + j)",
-                  "        if RIGHT:",
-                  "            count += ((b > x) == 0).to(tl.int64)",
-                  "        else:",
-                  "            count += ((b >= x) == 0).to(tl.int64)",
-                  "    return count"],
-}
+
+Spell = Callable[[KNode, list, str], str]
 
 
 def lit(a, dtype: str = "float32") -> str:
@@ -53,84 +36,166 @@ def lit(a, dtype: str = "float32") -> str:
     raise NotCovered(f"cannot write {a!r} as a Triton literal")
 
 
-def _int_expr(n: KNode, x: list[str]) -> str | None:
+def _t(template: str) -> Spell:
+    return lambda n, x, t: template.format(*x)
+
+
+_TANH = "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"
+_UNARY = {
+    "abs": "tl.abs({0})", "neg": "(-{0})", "exp": "tl.exp({0})", "log": "tl.log({0})",
+    "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})", "sigmoid": "tl.sigmoid({0})",
+    "tanh": _TANH, "relu": "tl.where({0} < 0.0, 0.0, {0})", "sin": "tl.sin({0})",
+    "cos": "tl.cos({0})", "erf": "tl.math.erf({0})", "reciprocal": "(1.0 / {0})",
+    "log1p": "_ke_log1p({0})", "expm1": "_ke_expm1({0})", "floor": "tl.floor({0})",
+    "ceil": "tl.ceil({0})", "not": "({0} == 0)", "exp2": "tl.exp2({0})", "log2": "tl.log2({0})",
+    "square": "({0} * {0})", "sign": "tl.where({0} > 0, 1.0, tl.where({0} < 0, -1.0, 0.0))",
+    "gelu": "(0.5 * {0} * (1.0 + tl.math.erf({0} * 0.7071067811865476)))",
+    "gelu_tanh": "(0.5 * {0} * (1.0 + " + _TANH.format(
+        "0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})") + "))",
+    "bnot": "({0} == 0)", "tan": "(tl.sin({0}) / tl.cos({0}))", "asin": "_ke_asin({0})",
+    "acos": "_ke_acos({0})", "atan": "_ke_atan({0})", "sinh": "_ke_sinh({0})",
+    "cosh": "_ke_cosh({0})", "asinh": "_ke_asinh({0})", "acosh": "_ke_acosh({0})",
+    "atanh": "_ke_atanh({0})", "erfc": "_ke_erfc({0})", "trunc": "_ke_trunc({0})",
+    "log10": "(tl.log2({0}) * 0.30102999566398120)",
+}
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
+          "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|", "band": "&", "bor": "|",
+          "bxor": "^", "xor": "^"}
+_BINARY = {
+    # maximum / minimum propagate NaN (either side); fmax / fmin return the other side
+    "max": "tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})",
+    "min": "tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})",
+    "fmax": "tl.where(({0} > {1}) | ({1} != {1}), {0}, {1})",
+    "fmin": "tl.where(({0} < {1}) | ({1} != {1}), {0}, {1})",
+    "rsub": "({1} - {0})", "leaky_relu": "tl.where({0} > 0, {0}, {0} * {1})",
+    "rem": "_ke_rem({0}, {1})", "floordiv": "_ke_ffloordiv({0}, {1})",
+    "truncdiv": "_ke_trunc({0} / {1})", "fmod": "({0} % {1})",
+    "atan2": "_ke_atan2({0}, {1})", "hypot": "_ke_hypot({0}, {1})",
+    "copysign": "_ke_copysign({0}, {1})", "nextafter": "_ke_nextafter({0}, {1})",
+}
+
+
+def _pow(n: KNode, x: list, t: str) -> str:
     a = x[0]
-    if n.kind == "unary":
-        return {"relu": f"tl.maximum({a}, 0)", "bnot": f"(~{a})",
-                "sign": f"tl.where({a} > 0, 1, tl.where({a} < 0, -1, 0))",
-                "square": f"({a} * {a})"}.get(n.op)
-    if n.kind == "binary":
-        b = x[1]
-        if n.op == "pow":
-            e = n.args[1]
-            if isinstance(e, Ref) or e not in (1, 2):
-                raise NotCovered("integer pow is not covered by the Triton emitter")
-            return a if e == 1 else f"({a} * {a})"
-        return {"rem": f"_ke_rem({a}, {b})", "floordiv": f"_ke_floordiv({a}, {b})",
-                "truncdiv": f"({a} // {b})", "shl": f"({a} << {b})",
-                "shr": f"({a} >> {b})"}.get(n.op)
-    return None
+    e = n.args[1]
+    if isinstance(e, Ref) or float(e) not in (2.0, 0.5, 1.0, -1.0, 3.0):
+        raise NotCovered("pow with a general exponent is not covered by the Triton emitter")
+    return {2.0: f"({a} * {a})", 0.5: f"tl.sqrt({a})", 1.0: a, -1.0: f"(1.0 / {a})",
+            3.0: f"({a} * {a} * {a})"}[float(e)]
 
 
-def expr(n: KNode, x: list[str], t: str = "float32") -> str:
-    a = x[0] if x else ""
-    if t in INTS and n.kind in ("unary", "binary"):
-        spelled = _int_expr(n, x)
-        if spelled is not None:
-            return spelled
-    if n.kind == "bucketize":
-        return f"_ke_bucketize({a}, {x[1]}, {x[1]}_n, {n.attrs['right']})"
-    if n.kind == "unary":
-        tanh = "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"
-        return {
-            "abs": f"tl.abs({a})", "neg": f"(-{a})", "exp": f"tl.exp({a})", "log": f"tl.log({a})",
-            "sqrt": f"tl.sqrt({a})", "rsqrt": f"tl.rsqrt({a})", "sigmoid": f"tl.sigmoid({a})",
-            "tanh": tanh.format(a), "relu": f"tl.where({a} < 0.0, 0.0, {a})", "sin": f"tl.sin({a})",
-            "cos": f"tl.cos({a})", "erf": f"tl.math.erf({a})", "reciprocal": f"(1.0 / {a})",
-            "log1p": f"tl.log(1.0 + {a})", "expm1": f"(tl.exp({a}) - 1.0)",
-            "floor": f"tl.floor({a})", "ceil": f"tl.ceil({a})", "not": f"({a} == 0)",
-            "exp2": f"tl.exp2({a})", "log2": f"tl.log2({a})", "square": f"({a} * {a})",
-            "sign": f"tl.where({a} > 0, 1.0, tl.where({a} < 0, -1.0, 0.0))",
-            "gelu": f"(0.5 * {a} * (1.0 + tl.math.erf({a} * 0.7071067811865476)))",
-            "gelu_tanh": "(0.5 * {0} * (1.0 + ".format(a) + tanh.format(
-                f"0.7978845608028654 * ({a} + 0.044715 * {a} * {a} * {a})") + "))",
-            "bnot": f"({a} == 0)",
-        }[n.op]
-    if n.kind == "binary":
-        b = x[1]
-        if n.op == "pow":
-            e = n.args[1]
-            if isinstance(e, Ref) or float(e) not in (2.0, 0.5, 1.0, -1.0, 3.0):
-                raise NotCovered("pow with a general exponent is not covered by the Triton emitter")
-            return {2.0: f"({a} * {a})", 0.5: f"tl.sqrt({a})", 1.0: a, -1.0: f"(1.0 / {a})",
-                    3.0: f"({a} * {a} * {a})"}[float(e)]
-        ops = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=",
-               "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|",
-               "band": "&", "bor": "|", "bxor": "^"}
-        if n.op in ops:
-            return f"({a} {ops[n.op]} {b})"
-        if n.op in ("shl", "shr"):
-            raise NotCovered(f"{n.source_op} on {t} is not covered")
-        # maximum / minimum propagate NaN (either side); fmax / fmin return the other side
-        return {"max": f"tl.where(({a} > {b}) | ({a} != {a}), {a}, {b})",
-                "min": f"tl.where(({a} < {b}) | ({a} != {a}), {a}, {b})",
-                "fmax": f"tl.where(({a} > {b}) | ({b} != {b}), {a}, {b})",
-                "fmin": f"tl.where(({a} < {b}) | ({b} != {b}), {a}, {b})",
-                "rsub": f"({b} - {a})",
-                "leaky_relu": f"tl.where({a} > 0, {a}, {a} * {b})",
-                "rem": f"_ke_rem({a}, {b})", "floordiv": f"_ke_ffloordiv({a}, {b})",
-                "truncdiv": f"_ke_trunc({a} / {b})"}[n.op]
-    if n.kind == "where":
-        return f"tl.where({a}, {x[1]}, {x[2]})"
-    if n.kind == "clamp":
-        out = a
-        if n.attrs["lo"] is not None:
-            out = f"tl.maximum({out}, {lit(n.attrs['lo'], t)})"
-        if n.attrs["hi"] is not None:
-            out = f"tl.minimum({out}, {lit(n.attrs['hi'], t)})"
-        return out
-    if n.kind == "cast":
-        return f"({a} != 0)" if n.op == "bool" else f"({a}).to({TL[n.op]})"
-    if n.kind == "view":
-        return a
-    raise NotCovered(f"no Triton spelling for {n.kind} {n.op}")
+def _compare_eq(n: KNode, x: list, t: str) -> str:
+    # isinf(x) arrives as |x| == inf (ops.py)
+    return f"(tl.abs({x[0]}) == {x[1]})" if n.attrs.get("abs") else f"({x[0]} == {x[1]})"
+
+
+def _round(n: KNode, x: list, t: str) -> str:
+    """Half to even (_ke_rint); with decimals as torch computes them (cpp_expr._round)."""
+    d = n.attrs.get("decimals", 0)
+    if not d:
+        return f"_ke_rint({x[0]})"
+    scale = lit(ten_pow(d))
+    if d > 0:
+        return f"(_ke_rint({x[0]} * {scale}) / {scale})"
+    return f"(_ke_rint({x[0]} / {scale}) * {scale})"
+
+
+def _elu(n: KNode, x: list, t: str) -> str:
+    import numpy as np
+
+    a = x[0]
+    neg = lit(float(np.float32(n.attrs["alpha"]) * np.float32(n.attrs["scale"])))
+    pos, inp = lit(n.attrs["scale"]), lit(n.attrs["input_scale"])
+    return f"tl.where({a} <= 0.0, _ke_expm1({a} * {inp}) * {neg}, {a} * {pos})"
+
+
+def _clamp(n: KNode, x: list, t: str) -> str:
+    """Selects, not tl.maximum / minimum (which drop a NaN x on GPUs); a NaN bound gives NaN
+    everywhere, as torch.clamp."""
+    out = x[0]
+    lo, hi = n.attrs["lo"], n.attrs["hi"]
+    if any(isinstance(b, float) and b != b for b in (lo, hi)):
+        return f'({out} * 0.0 + float("nan"))'
+    if lo is not None:
+        out = f"tl.where({out} < {lit(lo, t)}, {lit(lo, t)}, {out})"
+    if hi is not None:
+        out = f"tl.where({out} > {lit(hi, t)}, {lit(hi, t)}, {out})"
+    return out
+
+
+def _clamp_t(n: KNode, x: list, t: str) -> str:
+    a, lo, hi = x
+    m = f"tl.where(({a} > {lo}) | ({a} != {a}), {a}, {lo})"
+    return f"tl.where(({m} < {hi}) | ({m} != {m}), {m}, {hi})"
+
+
+def _cast(n: KNode, x: list, t: str) -> str:
+    return f"({x[0]} != 0)" if n.op == "bool" else f"({x[0]}).to({TL[n.op]})"
+
+
+SPELL: dict[tuple[str, str], Spell] = {
+    **{("unary", op): _t(s) for op, s in _UNARY.items()},
+    **{("binary", op): _t(f"({{0}} {s} {{1}})") for op, s in _INFIX.items()},
+    **{("binary", op): _t(s) for op, s in _BINARY.items()},
+    ("binary", "eq"): _compare_eq, ("binary", "pow"): _pow, ("unary", "round"): _round,
+    ("unary", "elu"): _elu, ("clamp", "clamp"): _clamp, ("clamp", "clamp_t"): _clamp_t,
+    ("where", "where"): _t("tl.where({0}, {1}, {2})"),
+    ("bucketize", "bucketize"):
+        lambda n, x, t: f"_ke_bucketize({x[0]}, {x[1]}, {x[1]}_n, {n.attrs['right']})",
+    **{("cast", d): _cast for d in TL},
+    **{("view", v): _t("{0}") for v in ("view", "_unsafe_view", "reshape", "unsqueeze",
+                                         "squeeze", "alias", "clone", "expand",
+                                         "broadcast_in_dim")},
+}
+UNSUPPORTED = {
+    ("binary", "shl"): "shifts are integer ops (torch has none on float or bool)",
+    ("binary", "shr"): "shifts are integer ops (torch has none on float or bool)",
+}
+BY_WRITER = {
+    ("gather", "embedding"): "loaded from the table row the kernel writer indexes",
+    **{("reduce", r): "the kernel writer's reduction walks" for r in
+       ("sum", "mean", "max", "min", "var")},
+}
+
+
+def _int_pow(n: KNode, x: list, t: str) -> str:
+    e = n.args[1]
+    if isinstance(e, Ref) or e not in (1, 2):
+        raise NotCovered("integer pow is not covered by the Triton emitter")
+    return x[0] if e == 1 else f"({x[0]} * {x[0]})"
+
+
+INT_SPELL: dict[tuple[str, str], Spell] = {
+    ("unary", "relu"): _t("tl.maximum({0}, 0)"), ("unary", "bnot"): _t("(~{0})"),
+    ("unary", "sign"): _t("tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0))"),
+    ("unary", "square"): _t("({0} * {0})"), ("unary", "abs"): _t("tl.abs({0})"),
+    **{("unary", op): _t("{0}") for op in ("floor", "ceil", "round", "trunc")},
+    ("binary", "rem"): _t("_ke_rem({0}, {1})"), ("binary", "floordiv"): _t("_ke_floordiv({0}, {1})"),
+    ("binary", "truncdiv"): _t("({0} // {1})"), ("binary", "fmod"): _t("({0} % {1})"),
+    ("binary", "shl"): _t("({0} << {1})"), ("binary", "shr"): _t("({0} >> {1})"),
+    ("binary", "pow"): _int_pow,
+}
+# Pairs an integer type may compute (ops.INT_COMPUTE) whose float spelling is right as is
+# (Triton's integer + - * and negation wrap around, as torch's do).
+INT_SAME = {("binary", op) for op in ("add", "sub", "mul", "rsub", "eq", "ne", "lt", "le", "gt",
+                                      "ge", "and", "or", "band", "bor", "bxor", "max", "min",
+                                      "fmax", "fmin")} | \
+    {("unary", "neg"), ("unary", "not"), ("where", "where"), ("clamp", "clamp"),
+     ("clamp", "clamp_t"), ("bucketize", "bucketize")} | \
+    {k for k in SPELL if k[0] in ("cast", "view")}
+INT_UNSUPPORTED: dict[tuple[str, str], str] = {}
+
+
+def expr(n: KNode, x: list, t: str = "float32") -> str:
+    key = (n.kind, n.op)
+    if t in INTS and key in INT_SPELL:
+        return INT_SPELL[key](n, x, t)
+    if t in INTS and key not in INT_SAME:
+        reason = INT_UNSUPPORTED.get(key, "no integer spelling")
+        raise NotCovered(f"{n.source_op or n.op} on {t} is not covered by the Triton emitter "
+                         f"({reason})")
+    if key in SPELL:
+        return SPELL[key](n, x, t)
+    reason = UNSUPPORTED.get(key) or BY_WRITER.get(key) or "no spelling"
+    raise NotCovered(f"{n.source_op or n.op} ({n.kind} {n.op}) on {t} is not covered by the "
+                     f"Triton emitter: {reason}")
