@@ -15,7 +15,7 @@ from kernelevolve.runtime import load_cpp, ptr
 
 REPEAT = 64
 CHUNK = 4096
-TUNABLES = {"REPEAT": [1, 4, 16, 64], "CHUNK": [4096, 65536]}
+TUNABLES = {"REPEAT": [1, 8, 32, 64], "CHUNK": [4096, 65536]}
 
 SRC = r"""
 #include <cstdint>
