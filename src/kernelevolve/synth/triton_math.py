@@ -28,9 +28,10 @@ def _jit(signature: str, body: list[str], deps: tuple[str, ...] = ()) -> None:
 _INF = 'float("inf")'
 _NAN = 'float("nan")'
 
-_jit("_ke_trunc(q)", ["    # rounds toward zero", "    return tl.where(q < 0, tl.ceil(q), tl.floor(q))"])
-_jit("_ke_rem(a, b)", ["    # a % b with the sign of b (Triton's % truncates, like C)",
-                       "    r = a % b", "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)"])
+_jit("_ke_trunc(q)", ["    # rounds toward zero",
+                      "    return tl.where(q < 0, tl.ceil(q), tl.floor(q))"])
+_jit("_ke_rem(a, b)", ["    # a % b with the sign of b (Triton's % truncates, like C)", "    r = a % b",
+                       "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)"])
 _jit("_ke_floordiv(a, b)", [
     "    # a // b rounded toward minus infinity (Triton's // truncates, like C)",
     "    q = a // b", "    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)"])
