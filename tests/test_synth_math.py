@@ -64,7 +64,8 @@ def _wrappers() -> str:
     out = []
     for name, (fn, *_) in UNARY.items():
         out.append(f'extern "C" void u_{name}(const float* x, float* y, int64_t n) {{\n'
-                   f"    #pragma omp simd\n    for (int64_t i = 0; i < n; ++i) y[i] = {fn}(x[i]);\n}}")
+                   f"    #pragma omp simd\n"
+                   f"    for (int64_t i = 0; i < n; ++i) y[i] = {fn}(x[i]);\n}}")
     for name, (fn, *_) in BINARY.items():
         out.append(f'extern "C" void b_{name}(const float* a, const float* b, float* y, int64_t n)'
                    f" {{\n    #pragma omp simd\n    for (int64_t i = 0; i < n; ++i) "

@@ -2,8 +2,8 @@
 
 sin / cos / tan over +-0 (signed zeros), inf and NaN, floats nearest multiples of pi/2, and
 arguments up to 1e5 (the C++ kernels' fast sin / cos / tan reduce |x| <= 2^18 and are NaN
-beyond, where FAST_EXP=0's libm takes over: tests/test_synth_ops.py); asin / acos at +-1, just beyond (1.0000001: NaN), +-0.5 (where their
-formulas switch); atan and atan2 with every sign of zero and infinity (atan2(+-0, -0) = +-pi,
+beyond, where FAST_EXP=0's libm takes over: tests/test_synth_ops.py); asin / acos at +-1,
+just beyond (1.0000001: NaN), +-0.5 (where their formulas switch); atan and atan2 with every sign of zero and infinity (atan2(+-0, -0) = +-pi,
 atan2(+-inf, -inf) = +-3pi/4). Rows 0-5 hold those; the rest are random.
 """
 import math

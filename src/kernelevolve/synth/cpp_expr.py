@@ -173,8 +173,8 @@ SPELL: dict[tuple[str, str], Spell] = {
     ("binary", "fmod"): _fmod_family("ke_fmod"), ("binary", "rem"): _fmod_family("ke_frem"),
     ("binary", "floordiv"): _fmod_family("ke_ffloordiv"),
     ("unary", "elu"): _elu, ("clamp", "clamp"): _clamp, ("clamp", "clamp_t"): _clamp_t,
-    # a function call evaluates both sides first: a side read straight from memory (a scalar
-    # or per-row operand, `in1[0]`) would otherwise be a conditional load g++ cannot vectorise
+    # a bit blend of both sides (cpp_prelude.py): a side read straight from memory (a scalar or
+    # per-row operand, `in1[0]`) would otherwise become a conditional load g++ cannot vectorise
     ("where", "where"): _t("ke_select({0}, {1}, {2})"),
     ("bucketize", "bucketize"):
         lambda n, x, t: f"ke_bucketize({x[0]}, {x[1]}, {x[1]}_n, {lit(n.attrs['right'])})",

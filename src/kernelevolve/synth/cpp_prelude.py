@@ -47,8 +47,22 @@ PRELUDE = r"""
 
 """ + EXP_LOG + SPECIAL + TRIG + r"""
 
-// where(c, a, b) with both sides evaluated (see cpp_expr.py's where).
-template <typename T> static inline T ke_select(bool c, T a, T b) { return c ? a : b; }
+// where(c, a, b) as a bit blend of both sides: with `c ? a : b` g++ may sink a side read
+// straight from memory (a scalar operand, `in1[0]`) into its branch, a conditional load that
+// keeps the whole loop scalar (see cpp_expr.py's where).
+static inline float ke_select(bool c, float a, float b) {
+    const int32_t m = -static_cast<int32_t>(c);
+    return ke_i2f((ke_f2i(a) & m) | (ke_f2i(b) & ~m));
+}
+static inline int64_t ke_select(bool c, int64_t a, int64_t b) {
+    const int64_t m = -static_cast<int64_t>(c);
+    return (a & m) | (b & ~m);
+}
+static inline int32_t ke_select(bool c, int32_t a, int32_t b) {
+    const int32_t m = -static_cast<int32_t>(c);
+    return (a & m) | (b & ~m);
+}
+static inline bool ke_select(bool c, bool a, bool b) { return (c & a) | (!c & b); }
 
 // Integer arithmetic as torch does it: add/sub/mul wrap around (two's complement, done in the
 // unsigned type, where overflow is defined); remainder and floor division round toward minus

@@ -23,18 +23,18 @@ TRIG = expand(r"""
 #define KE_PI_HI 3.1415927410125732f
 #define KE_PI_LO -8.742277657347586e-08f
 
-// x = n pi/2 + r: n = round(x * 2/pi), r = x - n pi/2 with pi/2 in three floats (the first
-// fma is exact, the other two round once each), for |x| <= 2^18 (x is clamped first, so n
-// stays a small integer; callers select the out-of-range results away). The float 2/pi can
-// pick n one off near a quadrant boundary, leaving |r| up to pi/4 + 0.03: the polynomials
-// are fitted on that wider interval.
+// x = n pi/2 + r: n = round(x * 2/pi) by the magic-number rounding of cpp_math.py (its bits
+// give the quadrant, no conversion), r = x - n pi/2 with pi/2 in three floats (the first fma is
+// exact, the other two round once each), for |x| <= 2^18 (beyond, and for inf / NaN, q and r
+// are garbage the callers select away). The float 2/pi can pick n one off near a quadrant
+// boundary, leaving |r| up to pi/4 + 0.03: the polynomials are fitted on that interval.
 static inline float ke_trig_reduce(float x, int32_t* q) {
-    const float xc = ke_clamp(x, -262144.0f, 262144.0f);
-    const float n = std::nearbyint(xc * 0.636619772367581343f);
-    float r = std::fma(n, -1.5707963705062866f, xc);
+    const float t = std::fma(x, 0.636619772367581343f, KE_ROUND_MAGIC);
+    const float n = t - KE_ROUND_MAGIC;
+    float r = std::fma(n, -1.5707963705062866f, x);
     r = std::fma(n, 4.371138828673793e-08f, r);
     r = std::fma(n, 1.7151245100058819e-15f, r);
-    *q = static_cast<int32_t>(n);
+    *q = static_cast<int32_t>(ke_round_bits(t));
     return r;
 }
 

@@ -59,14 +59,17 @@ _UNARY = {
     "log10": "(tl.log2({0}) * 0.30102999566398120)",
 }
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
-          "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|", "band": "&", "bor": "|",
-          "bxor": "^", "xor": "^"}
+          "le": "<=", "gt": ">", "ge": ">=", "xor": "!="}
+# Nested selects rather than | and & on masks: the interpreter cannot or a scalar's mask (a
+# 0-d value: a scalar operand) with a block's.
 _BINARY = {
     # maximum / minimum propagate NaN (either side); fmax / fmin return the other side
-    "max": "tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})",
-    "min": "tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})",
-    "fmax": "tl.where(({0} > {1}) | ({1} != {1}), {0}, {1})",
-    "fmin": "tl.where(({0} < {1}) | ({1} != {1}), {0}, {1})",
+    "max": "tl.where({0} != {0}, {0}, tl.where({0} > {1}, {0}, {1}))",
+    "min": "tl.where({0} != {0}, {0}, tl.where({0} < {1}, {0}, {1}))",
+    "fmax": "tl.where({1} != {1}, {0}, tl.where({0} > {1}, {0}, {1}))",
+    "fmin": "tl.where({1} != {1}, {0}, tl.where({0} < {1}, {0}, {1}))",
+    # logical and / or of any operand type (floats included: nonzero is true)
+    "and": "tl.where({0} != 0, {1} != 0, False)", "or": "tl.where({0} != 0, True, {1} != 0)",
     "rsub": "({1} - {0})", "leaky_relu": "tl.where({0} > 0, {0}, {0} * {1})",
     "rem": "_ke_rem({0}, {1})", "floordiv": "_ke_ffloordiv({0}, {1})",
     "truncdiv": "_ke_trunc({0} / {1})", "fmod": "({0} % {1})",
@@ -125,8 +128,15 @@ def _clamp(n: KNode, x: list, t: str) -> str:
 
 def _clamp_t(n: KNode, x: list, t: str) -> str:
     a, lo, hi = x
-    m = f"tl.where(({a} > {lo}) | ({a} != {a}), {a}, {lo})"
-    return f"tl.where(({m} < {hi}) | ({m} != {m}), {m}, {hi})"
+    m = f"tl.where({a} != {a}, {a}, tl.where({a} > {lo}, {a}, {lo}))"
+    return f"tl.where({m} != {m}, {m}, tl.where({m} < {hi}, {m}, {hi}))"
+
+
+def _bitwise(op: str) -> Spell:
+    """& | ^ on integers; on bools the logical forms (selects and !=, see _BINARY)."""
+    logical = {"&": "tl.where({0}, {1}, False)", "|": "tl.where({0}, True, {1})",
+               "^": "({0} != {1})"}[op]
+    return lambda n, x, t: (logical if t == "bool" else f"({{0}} {op} {{1}})").format(*x)
 
 
 def _cast(n: KNode, x: list, t: str) -> str:
@@ -139,7 +149,8 @@ SPELL: dict[tuple[str, str], Spell] = {
     **{("binary", op): _t(s) for op, s in _BINARY.items()},
     ("binary", "eq"): _compare_eq, ("binary", "pow"): _pow, ("unary", "round"): _round,
     ("unary", "elu"): _elu, ("clamp", "clamp"): _clamp, ("clamp", "clamp_t"): _clamp_t,
-    ("where", "where"): _t("tl.where({0}, {1}, {2})"),
+    ("binary", "band"): _bitwise("&"), ("binary", "bor"): _bitwise("|"),
+    ("binary", "bxor"): _bitwise("^"), ("where", "where"): _t("tl.where({0}, {1}, {2})"),
     ("bucketize", "bucketize"):
         lambda n, x, t: f"_ke_bucketize({x[0]}, {x[1]}, {x[1]}_n, {n.attrs['right']})",
     **{("cast", d): _cast for d in TL},
@@ -170,7 +181,8 @@ INT_SPELL: dict[tuple[str, str], Spell] = {
     ("unary", "sign"): _t("tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0))"),
     ("unary", "square"): _t("({0} * {0})"), ("unary", "abs"): _t("tl.abs({0})"),
     **{("unary", op): _t("{0}") for op in ("floor", "ceil", "round", "trunc")},
-    ("binary", "rem"): _t("_ke_rem({0}, {1})"), ("binary", "floordiv"): _t("_ke_floordiv({0}, {1})"),
+    ("binary", "rem"): _t("_ke_rem({0}, {1})"),
+    ("binary", "floordiv"): _t("_ke_floordiv({0}, {1})"),
     ("binary", "truncdiv"): _t("({0} // {1})"), ("binary", "fmod"): _t("({0} % {1})"),
     ("binary", "shl"): _t("({0} << {1})"), ("binary", "shr"): _t("({0} >> {1})"),
     ("binary", "pow"): _int_pow,

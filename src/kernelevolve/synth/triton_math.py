@@ -28,9 +28,10 @@ def _jit(signature: str, body: list[str], deps: tuple[str, ...] = ()) -> None:
 _INF = 'float("inf")'
 _NAN = 'float("nan")'
 
-_jit("_ke_trunc(q)", ["    # rounds toward zero", "    return tl.where(q < 0, tl.ceil(q), tl.floor(q))"])
-_jit("_ke_rem(a, b)", ["    # a % b with the sign of b (Triton's % truncates, like C)",
-                       "    r = a % b", "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)"])
+_jit("_ke_trunc(q)", ["    # rounds toward zero",
+                      "    return tl.where(q < 0, tl.ceil(q), tl.floor(q))"])
+_jit("_ke_rem(a, b)", ["    # a % b with the sign of b (Triton's % truncates, like C)", "    r = a % b",
+                       "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)"])
 _jit("_ke_floordiv(a, b)", [
     "    # a // b rounded toward minus infinity (Triton's // truncates, like C)",
     "    q = a // b", "    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)"])
@@ -103,7 +104,7 @@ _jit("_ke_atan2(y, x)", [
     "    a = tl.where(ay > ax, 1.5707963705062866 - (a + 4.371138828673793e-08), a)",
     "    a = tl.where(x.to(tl.int32, bitcast=True) < 0, 3.1415927410125732 - (a + "
     "8.742277657347586e-08), a)",
-    f"    return tl.where((x != x) | (y != y), {_NAN}, _ke_copysign(a, y))"],
+    f"    return tl.where(x != x, {_NAN}, tl.where(y != y, {_NAN}, _ke_copysign(a, y)))"],
     deps=("_ke_atan",))
 _jit("_ke_asin_core(a)", [
     "    # asin(a) for a in [0, 1]: the polynomial at a below 1/2, at sqrt((1 - a) / 2) above",
@@ -175,10 +176,11 @@ _jit("_ke_nextafter(a, b)", [
     "1.401298464324817e-45)",
     "    v = tl.where(a == 0.0, tiny, v)",
     "    v = tl.where(a == b, b, v)",
-    f"    return tl.where((a != a) | (b != b), {_NAN}, v)"])
+    f"    return tl.where(a != a, {_NAN}, tl.where(b != b, {_NAN}, v))"])
 _jit("_ke_hypot(a, b)", [
     "    # in float64 (exact squares, no overflow); an infinite operand gives inf beside NaN",
+    "    # (nested selects, not | on masks: an operand may be a scalar's 0-d value)",
     "    a64 = a.to(tl.float64)",
     "    b64 = b.to(tl.float64)",
     "    h = tl.sqrt(a64 * a64 + b64 * b64).to(tl.float32)",
-    f"    return tl.where((tl.abs(a) == {_INF}) | (tl.abs(b) == {_INF}), {_INF}, h)"])
+    f"    return tl.where(tl.abs(a) == {_INF}, {_INF}, tl.where(tl.abs(b) == {_INF}, {_INF}, h))"])
