@@ -20,11 +20,6 @@ from kernelevolve.synth.kernel import KNode
 from kernelevolve.synth.writer import INTS
 
 CTYPE = {"float32": "float", "bool": "bool", "int64": "int64_t", "int32": "int32_t"}
-# Ops worth caching between passes and that weigh in the parallel threshold.
-EXPENSIVE = {"exp", "sigmoid", "tanh", "erf", "gelu", "gelu_tanh", "log", "sin", "cos", "log1p",
-             "expm1", "exp2", "log2", "pow", "log10", "tan", "asin", "acos", "atan", "sinh",
-             "cosh", "asinh", "acosh", "atanh", "erfc", "elu", "atan2", "hypot", "fmod",
-             "rem", "floordiv"}
 
 Spell = Callable[[KNode, list, str], str]
 

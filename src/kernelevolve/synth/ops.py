@@ -55,6 +55,11 @@ VIEWS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "alias", "cl
 FLOAT_TYPES = ("float32",)
 ELEMENT_TYPES = ("float32", "bool", "int64", "int32")
 BITS = {"int64": 64, "int32": 32}
+# Ops worth caching between passes, and that weigh in the C++ parallel threshold (schedule.py).
+EXPENSIVE = {"exp", "sigmoid", "tanh", "erf", "gelu", "gelu_tanh", "log", "sin", "cos", "log1p",
+             "expm1", "exp2", "log2", "pow", "log10", "tan", "asin", "acos", "atan", "sinh",
+             "cosh", "asinh", "acosh", "atanh", "erfc", "elu", "atan2", "hypot", "fmod",
+             "rem", "floordiv"}
 # Pairs an integer type may compute in: those, plus what takes its operand's type
 # (writer.compute_dtype: comparisons, logical not, bucketize, casts and views).
 INT_COMPUTE = INT_RESULT | {("binary", op) for op in ("eq", "ne", "lt", "le", "gt", "ge", "and",

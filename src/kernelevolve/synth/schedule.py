@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 
 from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.kernel import Kernel, Layout, LoopKind, NodeKind, Reduction, StrEnum
+from kernelevolve.synth.ops import EXPENSIVE
 
 L = Layout
-# Ops worth caching between passes, and that weigh in the C++ parallel threshold.
-EXPENSIVE = {"exp", "sigmoid", "tanh", "erf", "gelu", "gelu_tanh", "log", "sin", "cos", "log1p",
-             "expm1", "exp2", "log2", "pow"}
 _HEAVY = {"gelu": 16, "gelu_tanh": 12, "erf": 16}     # cost units beyond EXPENSIVE's 10
 SHAPE_ARGS = {LoopKind.FLAT: ("n",), LoopKind.ROWS: ("rows", "cols"),
               LoopKind.MID: ("outer", "nred", "inner")}
