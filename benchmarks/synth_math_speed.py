@@ -24,6 +24,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -201,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    rows = [measure(name, args.rows, args.cols, args.reps, work) for name in args.ops]
+    try:
+        rows = [measure(name, args.rows, args.cols, args.reps, work) for name in args.ops]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     meta = {"shape": f"{args.rows}x{args.cols}", "reps": args.reps,
             "threads": torch.get_num_threads(), "cpu": _cpu()}
     render(rows, meta)
