@@ -1,6 +1,8 @@
 """The built-in kernel synthesizer: reference -> traced graph -> fusion plan -> candidate.
 
     capture.py      trace Model.forward per case into a small IR (make_fx + decompositions)
+    decomp.py       our decompositions: multi-dim and full reductions, vector norms, max/min
+                    over a dim, batch / group / instance norm in inference
     trace.py        the case's model and inputs as fake tensors, traced without a real forward
     shapes.py       call-time shapes for torch-kept views whose sizes differ between cases
     ops.py          the fusable op vocabulary (float, integer, bucketize, embedding lookups)
@@ -14,10 +16,14 @@
                     programs, kernel arguments), made once for both emitters
     module.py       Python glue shared by the emitters (ModelNew.__init__, torch-kept steps)
     writer.py       operand typing (torch's promotion) and the kernel writers' shared base
-    cpp_expr.py     C++ spelling of one node; cpp_prelude.py: the kernels' shared helpers
+    cpp_expr.py     C++ spelling of one node (tables keyed by (kind, op)); cpp_prelude.py:
+                    the kernels' shared helpers, with the branch-free vectorisable float math
+                    of cpp_math.py (exp/log family), cpp_special.py (sigmoid, tanh, hyperbolic,
+                    erf, erfc) and cpp_trig.py (coefficients fitted by scripts/fit_synth_math.py)
     emit_cpp.py     C++/OpenMP kernel bodies (emit_cpp_rows.py: a row kernel's passes);
                     cpp_module.py: the candidate module around them
-    triton_expr.py  Triton spelling of one node and jit helpers
+    triton_expr.py  Triton spelling of one node (the same tables); triton_math.py: its
+                    jit helpers
     emit_triton.py  Triton kernels and their candidate module
     api.py          synthesize(), explain_problem(); operator.py: SynthOperator (`synth`)
 """
