@@ -93,6 +93,8 @@ def _sig_arg(a: Any, sizes: bool) -> Any:
         return tuple(_sig_arg(x, sizes) for x in a)
     if sizes and isinstance(a, int) and not isinstance(a, bool):
         return "·"
+    if isinstance(a, float) and a != a:
+        return "nan"                      # NaN != NaN would make every case's graph differ
     return a
 
 

@@ -55,7 +55,8 @@ _UNARY = {
     "log1p": "ke_log1p({0})", "expm1": "ke_expm1({0})", "floor": "std::floor({0})",
     "ceil": "std::ceil({0})", "not": "(!{0})", "exp2": "ke_exp2({0})", "log2": "ke_log2({0})",
     "sign": "(float)(({0} > 0.0f) - ({0} < 0.0f))", "square": "({0} * {0})",
-    "gelu": "({0} * ke_normal_cdf({0}))",
+    # torch's vectorised gelu is NaN at +-inf (x - x is 0 exactly when x is finite)
+    "gelu": "(({0} - {0}) == 0.0f ? {0} * ke_normal_cdf({0}) : ({0} - {0}))",
     "gelu_tanh": "(0.5f * {0} * (1.0f + ke_tanh(0.79788456080286536f * "
                  "({0} + 0.044715f * {0} * {0} * {0}))))",
     "bnot": "(!{0})", "tan": "ke_tan({0})", "asin": "ke_asin({0})", "acos": "ke_acos({0})",

@@ -49,7 +49,9 @@ _UNARY = {
     "log1p": "_ke_log1p({0})", "expm1": "_ke_expm1({0})", "floor": "tl.floor({0})",
     "ceil": "tl.ceil({0})", "not": "({0} == 0)", "exp2": "tl.exp2({0})", "log2": "tl.log2({0})",
     "square": "({0} * {0})", "sign": "tl.where({0} > 0, 1.0, tl.where({0} < 0, -1.0, 0.0))",
-    "gelu": "(0.5 * {0} * (1.0 + tl.math.erf({0} * 0.7071067811865476)))",
+    # NaN at +-inf, as torch's vectorised gelu (x - x is 0 exactly when x is finite)
+    "gelu": "tl.where(({0} - {0}) == 0.0, 0.5 * {0} * (1.0 + tl.math.erf({0} * "
+            "0.7071067811865476)), {0} - {0})",
     "gelu_tanh": "(0.5 * {0} * (1.0 + " + _TANH.format(
         "0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})") + "))",
     "bnot": "({0} == 0)", "tan": "(tl.sin({0}) / tl.cos({0}))", "asin": "_ke_asin({0})",
