@@ -179,7 +179,11 @@ def test_sigkill_then_resume_repeats_no_evaluation(tmp_path):
     assert events.count("stopped") == 1  # the killed session never reached its end
     summary = show(ws, run_id)
     assert summary["status"] == "completed" and summary["evaluations"] == max_evals
-    assert read_config(summary["best_source"])["REPEAT"] == 1
+    # The search still ends far from its REPEAT = 64 seed. Which of the two cheapest points
+    # wins is a comparison of timings taken in two sessions, before and after the kill, on a
+    # machine whose load changes in between (in CI the other test worker): REPEAT = 8 won it
+    # once in two loaded two-worker runs. The known-best check stays in test_optimize.
+    assert read_config(summary["best_source"])["REPEAT"] in (1, 8)
 
     r = cli("resume", run_id, "--workspace", ws)  # a finished run is not run again
     assert r.returncode == 2 and "already completed" in one_line(r.stderr)
