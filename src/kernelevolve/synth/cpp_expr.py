@@ -17,6 +17,7 @@ import numpy as np
 
 from kernelevolve.synth.capture import NotCovered, Ref
 from kernelevolve.synth.kernel import KNode
+from kernelevolve.synth.ops import FLOAT_UNSPELLED, VIEWS
 from kernelevolve.synth.writer import INTS
 
 CTYPE = {"float32": "float", "bool": "bool", "int64": "int64_t", "int32": "int32_t"}
@@ -175,14 +176,9 @@ SPELL: dict[tuple[str, str], Spell] = {
     ("bucketize", "bucketize"):
         lambda n, x, t: f"ke_bucketize({x[0]}, {x[1]}, {x[1]}_n, {lit(n.attrs['right'])})",
     **{("cast", d): _cast for d in CTYPE},
-    **{("view", v): _t("{0}") for v in ("view", "_unsafe_view", "reshape", "unsqueeze",
-                                         "squeeze", "alias", "clone", "expand",
-                                         "broadcast_in_dim")},
+    **{("view", v): _t("{0}") for v in VIEWS},
 }
-UNSUPPORTED = {
-    ("binary", "shl"): "shifts are integer ops (torch has none on float or bool)",
-    ("binary", "shr"): "shifts are integer ops (torch has none on float or bool)",
-}
+UNSUPPORTED = dict(FLOAT_UNSPELLED)
 BY_WRITER = {
     ("gather", "embedding"): "read through the table row pointer the kernel writer sets up",
     **{("reduce", r): "the kernel writer's reduction passes" for r in

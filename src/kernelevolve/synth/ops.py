@@ -52,6 +52,11 @@ INT_TYPES = ("int64", "int32")
 REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var": "var"}
 VIEWS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "alias", "clone",
          "expand", "broadcast_in_dim"}
+# What neither emitter spells on float or bool operands, and why.
+FLOAT_UNSPELLED = {
+    ("binary", "shl"): "shifts are integer ops (torch has none on float or bool)",
+    ("binary", "shr"): "shifts are integer ops (torch has none on float or bool)",
+}
 FLOAT_TYPES = ("float32",)
 ELEMENT_TYPES = ("float32", "bool", "int64", "int32")
 BITS = {"int64": 64, "int32": 32}

@@ -15,6 +15,7 @@ from typing import Callable
 from kernelevolve.synth.capture import NotCovered, Ref
 from kernelevolve.synth.cpp_expr import ten_pow
 from kernelevolve.synth.kernel import KNode
+from kernelevolve.synth.ops import FLOAT_UNSPELLED, VIEWS
 from kernelevolve.synth.triton_math import HELPERS  # noqa: F401  (the emitter reads it here)
 from kernelevolve.synth.writer import INTS
 
@@ -156,14 +157,9 @@ SPELL: dict[tuple[str, str], Spell] = {
     ("bucketize", "bucketize"):
         lambda n, x, t: f"_ke_bucketize({x[0]}, {x[1]}, {x[1]}_n, {n.attrs['right']})",
     **{("cast", d): _cast for d in TL},
-    **{("view", v): _t("{0}") for v in ("view", "_unsafe_view", "reshape", "unsqueeze",
-                                         "squeeze", "alias", "clone", "expand",
-                                         "broadcast_in_dim")},
+    **{("view", v): _t("{0}") for v in VIEWS},
 }
-UNSUPPORTED = {
-    ("binary", "shl"): "shifts are integer ops (torch has none on float or bool)",
-    ("binary", "shr"): "shifts are integer ops (torch has none on float or bool)",
-}
+UNSUPPORTED = dict(FLOAT_UNSPELLED)
 BY_WRITER = {
     ("gather", "embedding"): "loaded from the table row the kernel writer indexes",
     **{("reduce", r): "the kernel writer's reduction walks" for r in
