@@ -136,7 +136,8 @@ def test_a_flat_elementwise_kernel_schedule(tmp_path):
     assert s.uniform_divisors == {div}                  # a constant divisor: one reciprocal
     assert s.cost == 4                                  # (4 load+store + 10 sigmoid + 3) / 4
     source = KernelWriter(k).write()
-    assert "parallel for simd" in source and "n * 4 >= PARALLEL_MIN_ELEMENTS" in source
+    assert "parallel for simd schedule(static)\n" in source  # no if clause on a simd
+    assert "if (n * 4 >= PARALLEL_MIN_ELEMENTS) {" in source    # a branch to a serial loop
     assert "(1.0f / 4.0f)" in source
 
 

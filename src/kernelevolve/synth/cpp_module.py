@@ -13,10 +13,15 @@ from kernelevolve.synth.plan import Kernel, LoopKind, Plan
 
 # (name, comment lines, default, values): declared when the kernels read them (cpp_prelude.py)
 _KNOBS = (
+    # 262144 by a sweep through the harness on this project's 2-core VM (benchmarks/
+    # synth_threshold.py): at 32768 elements a woken team cost 50-100 us against 20-30 us of
+    # work (abs 0.46x eager, exp 1.08x; on one thread 0.95x and 3.95x); eager itself splits
+    # work only from 65536 elements (two of its 32768-element grains).
     ("PARALLEL_MIN_ELEMENTS", ("A kernel runs on one thread below this much work (elements x the "
                                "kernel's cost", "per element, 1 for a plain copy): waking the "
                                "OpenMP team costs tens of", "microseconds on a loaded machine. 0: "
-                               "always parallel."), 32768, [0, 8192, 32768, 131072, 524288]),
+                               "always parallel."), 262144,
+     [0, 32768, 131072, 262144, 1048576, 8388608]),
     ("ROWS_PER_TASK", ("Rows per dynamic task in row kernels; 0: one static block of rows per "
                        "thread.",), 0, [0, 1, 4, 16, 64]),
     ("FAST_EXP", ("1: exp/sigmoid/tanh/erf/gelu by vectorisable polynomials (~2e-7 error); 0: "

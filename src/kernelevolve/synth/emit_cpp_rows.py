@@ -9,6 +9,7 @@ from kernelevolve.synth.kernel import Reduction
 from kernelevolve.synth.schedule import Pass
 
 IND = "        "
+OMP_FOR = "    #pragma omp for KE_SCHEDULE"
 _CLAUSE = {"sum": "+", "mean": "+", "var": "+", "max": "max", "min": "min"}
 
 
@@ -17,7 +18,7 @@ class RowBody:
 
     def row_body(self) -> list[str]:
         s = self.s
-        out = [f"    #pragma omp parallel {self.parallel_if('rows * cols')}", "    {"]
+        out = ["    {"]
         if s.cache and s.cache.scratch:
             out.append(f"    float* scratch = static_cast<float*>(std::malloc("
                        f"sizeof(float) * {len(s.cache.scratch)} * (cols > 0 ? cols : 1)));")
@@ -26,8 +27,7 @@ class RowBody:
             out.append("    int64_t carried_row = -1;")
             out += [f"    float carry_{r.node} = 0.0f;" for r in first]
             out += [f"    int nan_carry_{r.node} = 0;" for r in first if r.propagates_nan]
-        out += ["    #pragma omp for KE_SCHEDULE",
-                "    for (int64_t r = 0; r < rows; ++r) {"]
+        out += [OMP_FOR, "    for (int64_t r = 0; r < rows; ++r) {"]
         out += self.row_setup()
         out += [IND + self.define(n, "c") for n in s.prelude]
         for level, p in enumerate(s.passes, 1):
@@ -43,6 +43,9 @@ class RowBody:
         if s.cache and s.cache.scratch:
             out.append("    std::free(scratch);")
         out.append("    }")
+        # one thread below the threshold: the same block without the worksharing pragma
+        return self.branch(self.parallel_if("rows * cols", "rows"), "#pragma omp parallel", out,
+                           [line for line in out if line != OMP_FOR])
         return out
 
     def row_setup(self) -> list[str]:
