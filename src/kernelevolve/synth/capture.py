@@ -50,7 +50,16 @@ class Value:
     attrs: dict[str, Any] = field(default_factory=dict)   # target, dims, keepdim, index ...
 
     def refs(self) -> list[str]:
-        return [a.name for a in self.args if isinstance(a, Ref)]
+        """Every value this one reads, those inside a list argument (cat's tensors) too: a
+        kernel value only a torch-kept cat read was not written out (NameError in forward)."""
+        return [a.name for a in _flat(self.args) if isinstance(a, Ref)]
+
+
+def _flat(args) -> list[Any]:
+    out: list[Any] = []
+    for a in args:
+        out.extend(_flat(a) if isinstance(a, (tuple, list)) else [a])
+    return out
 
 
 @dataclass
