@@ -216,3 +216,15 @@ def test_shared_checks_give_one_reason_with_each_planners_coverage(
     mid_reason = _refusal(_problem(tmp_path, "mid", f"return {mid}", inputs, init))
     assert row_reason == same + row_cover
     assert mid_reason == same + mid_cover
+
+
+def test_scalar_tensors_fold_into_the_kernels_that_read_them():
+    """nan_to_num, hardshrink, threshold and heaviside build 0-d tensors from numbers inside
+    forward (aten.scalar_tensor); they become literals of the fused ops (float32-rounded), so
+    forward makes no torch call for them and the kernels read no scalar input. Before: each
+    was a torch step and a kernel input (nan_to_num 0.55x eager on 32768 floats)."""
+    p = plan(capture(str(PROBLEMS / "synth_ops_composites.py")))
+    kept = [p.graph.values[n].op for n in p.kept]
+    assert "scalar_tensor" not in kept, kept
+    layouts = {i.layout for k in p.kernels for i in k.inputs}
+    assert Layout.SCALAR not in layouts, layouts

@@ -83,13 +83,29 @@ _BINARY = {
 
 
 def _pow(n: KNode, x: list, t: str) -> str:
+    """x ** e. torch computes e = 2, 3 and -2 as products (bit-identical here), 0.5 / -0.5 as
+    (r)sqrt; other small integer exponents are products here too (within 2 ulp of torch's
+    std::pow, which is scalar libm: x ** 3 was 0.16x eager as std::pow). A general exponent
+    stays std::pow: exp(e log x) in float loses |e log2 x| ulps."""
     a, b = x
     e = n.args[1]
-    if not isinstance(e, Ref):
-        special = {2.0: f"({a} * {a})", 0.5: f"std::sqrt({a})", 1.0: a, -1.0: f"(1.0f / {a})"}
-        if float(e) in special:
-            return special[float(e)]
+    if not isinstance(e, Ref) and not isinstance(e, bool):
+        e = float(e)
+        special = {0.5: f"std::sqrt({a})", -0.5: f"(1.0f / std::sqrt({a}))", 0.0: "1.0f"}
+        if e in special:
+            return special[e]
+        if e == int(e) and 1 <= abs(e) <= 16:
+            prod = power_product(a, int(abs(e)))
+            return prod if e > 0 else f"(1.0f / {prod})"
     return f"std::pow({a}, {b})"
+
+
+def power_product(a: str, k: int) -> str:
+    """a ** k for k >= 1 as products: a * a * a for 3 (torch's own order), by squaring above."""
+    if k <= 3:
+        return "(" + " * ".join([a] * k) + ")"
+    half = power_product(a, k // 2)
+    return f"({half} * {half}" + (f" * {a})" if k % 2 else ")")
 
 
 def fmod_steps(b) -> int:

@@ -51,7 +51,7 @@ class RowBody:
     def row_setup(self) -> list[str]:
         """Row pointers of the full inputs and of the cached values' buffers; the embedding
         lookups' table rows."""
-        out = [f"{IND}const float* {arg}_r = {arg} + r * cols;"
+        out = [f"{IND}const auto* {arg}_r = {arg} + r * cols;"
                for arg, inp in self.inputs.values() if inp.layout == "full"]
         cache = self.s.cache
         if cache and cache.in_output:

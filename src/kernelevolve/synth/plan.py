@@ -19,6 +19,7 @@ from typing import Any
 from kernelevolve.synth.capture import Capture, Graph, NotCovered, Value
 from kernelevolve.synth.kernel import (KInput, KNode, KOutput, Kernel, Layout, LoopKind,
                                        NodeKind, Reduction)
+from kernelevolve.synth.fold import fold_constants
 from kernelevolve.synth.ops import normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
@@ -102,6 +103,7 @@ def plan(cap: Capture | Graph) -> Plan:
     (N, G, D) -> (N, C, H, W)) is planned again with those views as torch views between two
     kernels; the first reason stands when that does not help."""
     graphs = cap.graphs if isinstance(cap, Capture) else {"default": cap}
+    graphs = {case: fold_constants(graph) for case, graph in graphs.items()}
     g = next(iter(graphs.values()))
     norm = {n: normalise(v) for n, v in g.values.items() if v.op not in ("input", "param")}
     torch_views: frozenset[str] = frozenset()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kernelevolve.synth.capture import NotCovered, Ref
-from kernelevolve.synth.cpp_expr import ten_pow
+from kernelevolve.synth.cpp_expr import power_product, ten_pow
 from kernelevolve.synth.kernel import KNode
 from kernelevolve.synth.ops import FLOAT_UNSPELLED, VIEWS
 from kernelevolve.synth.triton_math import HELPERS  # noqa: F401  (the emitter reads it here)
@@ -82,12 +82,19 @@ _BINARY = {
 
 
 def _pow(n: KNode, x: list, t: str) -> str:
+    """The C++ emitter's products and square roots (cpp_expr._pow); no general exponent."""
     a = x[0]
     e = n.args[1]
-    if isinstance(e, Ref) or float(e) not in (2.0, 0.5, 1.0, -1.0, 3.0):
+    if isinstance(e, Ref) or isinstance(e, bool):
         raise NotCovered("pow with a general exponent is not covered by the Triton emitter")
-    return {2.0: f"({a} * {a})", 0.5: f"tl.sqrt({a})", 1.0: a, -1.0: f"(1.0 / {a})",
-            3.0: f"({a} * {a} * {a})"}[float(e)]
+    e = float(e)
+    special = {0.5: f"tl.sqrt({a})", -0.5: f"(1.0 / tl.sqrt({a}))", 0.0: f"tl.where({a} == {a}, 1.0, 1.0)"}
+    if e in special:
+        return special[e]
+    if e != int(e) or not 1 <= abs(e) <= 16:
+        raise NotCovered("pow with a general exponent is not covered by the Triton emitter")
+    prod = power_product(a, int(abs(e)))
+    return prod if e > 0 else f"(1.0 / {prod})"
 
 
 def _compare_eq(n: KNode, x: list, t: str) -> str:
