@@ -31,7 +31,7 @@ from kernelevolve.harness.evaluate import EvalOptions, Evaluator  # noqa: E402
 from kernelevolve.harness.timing import TimingPolicy  # noqa: E402
 from kernelevolve.operators.tunables import read_config  # noqa: E402
 from kernelevolve.problem import load_problem  # noqa: E402
-from kernelevolve.search.engine import InfraError  # noqa: E402
+from kernelevolve.errors import InfraError  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,8 @@ import pytest
 
 from kernelevolve.operators.base import Draft
 from kernelevolve.search.acceptance import decide
-from kernelevolve.search.engine import EngineConfig, InfraError, SearchEngine, source_hash
+from kernelevolve.errors import InfraError
+from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import BestFirstUCB, DiverseBeam, Greedy, make_policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop

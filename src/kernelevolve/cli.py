@@ -426,11 +426,32 @@ class _user_errors:
             err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
                               soft_wrap=True)
             raise typer.Exit(getattr(exc, "exit_code", 2))
-        if exc_type is not None and issubclass(exc_type, OSError) and not isinstance(exc, BlockingIOError):
+        if exc_type is not None and issubclass(exc_type, OSError) and _about_a_path(exc):
+            # a path the user named or owns (missing, unreadable, disk full): theirs to fix
             err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
                               soft_wrap=True)
             raise typer.Exit(2)
         return False
+
+
+def _about_a_path(exc: OSError) -> bool:
+    return exc.filename is not None and not isinstance(exc, BlockingIOError)
+
+
+BUG_EXIT = 70  # EX_SOFTWARE: never 1, which eval uses for "rejected"
+
+
+def _internal_error(exc: BaseException) -> None:
+    """Anything else that escapes a command is a kernelevolve bug: its traceback, a request
+    for a report, exit 70."""
+    import traceback
+
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    err_console.print(f"[bold red]internal error:[/] {escape(type(exc).__name__)} is a bug in "
+                      "kernelevolve, not a problem with your input. Please report it with the "
+                      "traceback above and the output of `kernelevolve version`.",
+                      highlight=False, soft_wrap=True)
+    sys.exit(BUG_EXIT)
 
 
 def _click_exceptions() -> list:
@@ -476,6 +497,14 @@ def _main() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
+    except BrokenPipeError:
+        raise                               # main() ends quietly
+    except KernelevolveError as exc:        # raised outside a command's _user_errors
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug of ours, said as one
+        _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
 
 

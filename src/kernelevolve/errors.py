@@ -1,15 +1,33 @@
-"""The project's small exception hierarchy.
+"""The project's small exception hierarchy, in two halves.
 
-Every error a user can cause derives from `KernelevolveError` and carries a one-line message that
-names the fault and what to do; the CLI prints it and exits 2, never with a traceback.
+- `KernelevolveError`: what a user can cause or fix (bad arguments, a broken problem file, a
+  missing GPU, an unreachable cluster). It carries a one-line message that names the fault and
+  what to do; the CLI prints it and exits 2, never with a traceback.
+- `InternalError`: a broken invariant of kernelevolve itself. The CLI prints the traceback and
+  asks for a bug report, and exits 70 (EX_SOFTWARE), so a crash of ours is never read as a
+  verdict (eval's 1 means "rejected"). Any other exception escaping a command is treated the
+  same way.
+
+`InfraError` is neither: the evaluation infrastructure failed on one candidate (a worker that
+died, a Ray actor lost); the search records it as data and goes on, never as a fitness of 0.
 """
 from __future__ import annotations
 
 
 class KernelevolveError(Exception):
-    """Base class: a user-facing error with a one-line message."""
+    """Base class of user-facing errors: a one-line message, exit 2."""
 
     exit_code = 2
+
+
+class InternalError(Exception):
+    """A kernelevolve bug: an invariant that does not hold. Shown with its traceback."""
+
+    exit_code = 70
+
+
+class InfraError(Exception):
+    """The evaluation infrastructure failed (not the candidate): never a fitness of 0."""
 
 
 class UsageError(KernelevolveError):

@@ -26,7 +26,8 @@ from kernelevolve.problem import load_problem
 from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
 from kernelevolve.search.baselines import compile_known, figures
-from kernelevolve.search.engine import STOPPED_BY_FAILURES, EngineConfig, InfraError, SearchEngine
+from kernelevolve.errors import InfraError
+from kernelevolve.search.engine import STOPPED_BY_FAILURES, EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import make_policy
 from kernelevolve.search.termination import Progress

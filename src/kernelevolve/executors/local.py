@@ -14,7 +14,7 @@ from typing import Any
 from kernelevolve.errors import ProblemError, SandboxError
 from kernelevolve.harness.evaluate import EvalOptions, Evaluator
 from kernelevolve.problem import Problem
-from kernelevolve.search.engine import InfraError
+from kernelevolve.errors import InfraError
 from kernelevolve.types import EvalResult
 
 

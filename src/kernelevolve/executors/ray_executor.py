@@ -29,7 +29,7 @@ from kernelevolve.executors.ray_cluster import ActorPlan, alive_nodes, connect, 
 from kernelevolve.harness.evaluate import EvalOptions
 from kernelevolve.platforms import get_platform
 from kernelevolve.problem import Problem
-from kernelevolve.search.engine import InfraError
+from kernelevolve.errors import InfraError
 from kernelevolve.types import EvalResult
 
 # Ray's ways of saying "the actor, its worker process or its node is gone".

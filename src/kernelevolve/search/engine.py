@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
+from kernelevolve.errors import InfraError
 from kernelevolve.operators.base import (Draft, Operator, OperatorFailing, ParentView,
                                          ProposalContext)
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
@@ -25,10 +26,6 @@ MAX_EMPTY_ROUNDS = 6  # consecutive proposal rounds with nothing usable before g
 MAX_EARLIER_DRAFTS = 6  # root children shown to a new draft
 MAX_REPAIR_DEPTH = 4  # repairs of repairs of ... stop here; the policy explores elsewhere
 STOPPED_BY_FAILURES = "stopped by failures"  # how a stop reason starts when an operator failed
-
-
-class InfraError(Exception):
-    """The evaluation infrastructure failed (not the candidate): never a fitness of 0."""
 
 
 class SearchHooks(Protocol):
