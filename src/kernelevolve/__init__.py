@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kernelevolve.search.termination import DEFAULT_MAX_EVALS
+
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,7 +26,7 @@ def evaluate(problem: Any, candidate: Any, **kwargs: Any):
 
 def optimize(problem: Any, *, seeds: list[Any] = (), workspace: Any = ".kernelevolve",
              platform: str = "cpu", operators: list[str] | None = None, policy: str = "ucb",
-             max_evals: int | None = 30, max_time: float | None = None,
+             max_evals: int | None = DEFAULT_MAX_EVALS, max_time: float | None = None,
              target: float | None = None, workers: int | None = None, seed: int = 0,
              allow_no_kernel: bool = False, strict: bool = False, executor: str = "local",
              ray_address: str | None = None) -> "Run":

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kernelevolve.errors import KernelevolveError
+from kernelevolve.search.termination import DEFAULT_MAX_EVALS
 
 HELP_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -164,7 +165,7 @@ def optimize_cmd(
     policy: Optional[str] = typer.Option(None, metavar="NAME",
                                          help="Selection policy: ucb, beam, greedy, random (ucb)."),
     max_evals: Optional[int] = typer.Option(None, "--max-evals", metavar="N",
-                                            help="Evaluation budget (30)."),
+                                            help=f"Evaluation budget ({DEFAULT_MAX_EVALS})."),
     max_time: Optional[float] = typer.Option(None, "--max-time", metavar="SECONDS",
                                              help="Wall-time budget (none)."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="DOLLARS",

@@ -121,7 +121,7 @@ def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
     if unknown:
         raise UsageError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; known: "
                          f"{', '.join(sorted(_FLAT_KEYS | set(_BUDGET_KEYS) | set(_LLM_KEYS)))}")
-    budgets = {"max_evals": 30, **{_BUDGET_KEYS[k]: values[k] for k in _BUDGET_KEYS if k in values}}
+    budgets = {_BUDGET_KEYS[k]: values[k] for k in _BUDGET_KEYS if k in values}
     config = RunConfig(**{k: values[k] for k in _FLAT_KEYS if k in values},
                        budgets=Budgets(**budgets))
     if isinstance(config.operators, str):

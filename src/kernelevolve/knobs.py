@@ -61,7 +61,50 @@ def worker_env_extra() -> tuple[str, ...]:
 
 
 def triton_interpret() -> bool:
-    return _get("TRITON_INTERPRET", "0") not in ("0", "false", "False")
+    """Triton's interpreter mode, as Triton reads it (runtime/triton_guard.py falls back to it
+    where `triton.knobs` cannot say)."""
+    return (_get("TRITON_INTERPRET", "0") or "0").lower() in ("1", "true", "on", "yes")
+
+
+def preload_modules() -> list[str]:
+    """Modules the sandboxed worker server imports before forking (KERNELEVOLVE_PRELOAD, set by
+    the driver from the platform's preload list)."""
+    return [m for m in (_get("KERNELEVOLVE_PRELOAD", "torch") or "").split(",") if m]
+
+
+def device_profile() -> bool:
+    """KERNELEVOLVE_DEVICE_PROFILE=1: record a kernel table (torch.profiler) per timed case on
+    GPU platforms (the in-process protocol)."""
+    return _get("KERNELEVOLVE_DEVICE_PROFILE") == "1"
+
+
+def omp_wait_policy() -> str | None:
+    """OMP_WAIT_POLICY as the worker runs under it (recorded in the fingerprint)."""
+    return _get("OMP_WAIT_POLICY")
+
+
+PRICES_ENV = "KERNELEVOLVE_PRICES"
+
+
+def prices_file() -> str:
+    """A TOML file of model prices overlaid on the packaged table (KERNELEVOLVE_PRICES)."""
+    return _get(PRICES_ENV, "") or ""
+
+
+def secret(name: str) -> str:
+    """The value of the variable the user named for an API key (--llm-api-key-env, or the
+    provider's default such as OPENAI_API_KEY); empty when unset. Never passed to workers."""
+    return _get(name, "") or ""
+
+
+def ray_auth() -> tuple[str | None, str | None]:
+    """RAY_AUTH_MODE and RAY_AUTH_TOKEN, for joining a token-protected Ray cluster."""
+    return _get("RAY_AUTH_MODE"), _get("RAY_AUTH_TOKEN")
+
+
+def compiler_env_names(name: str) -> bool:
+    """Variables g++ inherits from the driver (the rest of its environment is built)."""
+    return name in ("PATH", "LANG", "LANGUAGE") or name.startswith("LC_")
 
 
 @contextlib.contextmanager

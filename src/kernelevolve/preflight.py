@@ -14,11 +14,11 @@ own failed-call limit (operators/llm.py).
 """
 from __future__ import annotations
 
-import os
 import socket
 import urllib.parse
 from typing import Any
 
+from kernelevolve import knobs
 from kernelevolve.errors import PlatformError, UsageError
 
 CONNECT_TIMEOUT_S = 5.0
@@ -61,7 +61,7 @@ def check_language(platform: str, language: str | None) -> None:
 def check_llm(llm: Any) -> None:
     """The key's variable is set (or a local server needs none); the endpoint accepts a
     connection."""
-    if not os.environ.get(llm.key_env) and not (llm.base_url and llm.api_key_env is None):
+    if not knobs.secret(llm.key_env) and not (llm.base_url and llm.api_key_env is None):
         raise UsageError(f"no API key for {llm.spec}: set ${llm.key_env}"
                          + ("" if llm.api_key_env else
                             " (or name another variable with --llm-api-key-env)"))

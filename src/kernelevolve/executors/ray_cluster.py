@@ -53,7 +53,8 @@ def _use_token_if_present() -> None:
     """Send the cluster token when one is here: as `ray start` does for a node, so a driver
     reaches a cluster with token authentication (Ray's default for new clusters) unasked."""
     token = Path.home() / ".ray" / "auth_token"
-    if "RAY_AUTH_MODE" not in os.environ and (token.is_file() or os.environ.get("RAY_AUTH_TOKEN")):
+    mode, token_value = knobs.ray_auth()
+    if mode is None and (token.is_file() or token_value):
         os.environ["RAY_AUTH_MODE"] = "token"
 
 
@@ -104,7 +105,7 @@ def connect(address: str | None) -> Connection:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         except Exception as exc:  # noqa: BLE001 - ConnectionError, ValueError, RuntimeError...
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            hint = ("" if os.environ.get("RAY_AUTH_MODE") == "token" else
+            hint = ("" if knobs.ray_auth()[0] == "token" else
                     " (a cluster with token authentication needs its token here: "
                     "~/.ray/auth_token or RAY_AUTH_TOKEN)")
             raise ExecutorError(f"--ray-address {address}: cannot connect to the Ray cluster: "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelevolve import knobs
 from kernelevolve.harness.child import JobContext
 from kernelevolve.harness.errors_fmt import format_exception
 from kernelevolve.harness.jobs import _build_candidate, _guard, _load_candidate, _run_candidate
@@ -114,9 +115,8 @@ def device_profile_on() -> bool:
     """The torch.profiler kernel table is opt-in until it has run under the device syscall
     profile on a real GPU (Kineto/CUPTI must not make a call the filter refuses): set
     KERNELEVOLVE_DEVICE_PROFILE=1 and pass it on with KERNELEVOLVE_WORKER_ENV."""
-    import os
-
-    return os.environ.get("KERNELEVOLVE_DEVICE_PROFILE") == "1"
+    
+    return knobs.device_profile()
 
 
 def _device_profiles(platform, fns: list[Any], args: list[Any]) -> dict[str, Any]:

@@ -221,8 +221,7 @@ def compiler_prefix(workdir: Path | None, mode: str | None = None,
 
 
 def compiler_env(workdir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k in ("PATH", "LANG", "LANGUAGE") or k.startswith("LC_")}
+    env = {k: v for k, v in os.environ.items() if knobs.compiler_env_names(k)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(TMPDIR=str(workdir), HOME=str(workdir))
     return env

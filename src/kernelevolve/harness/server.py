@@ -22,6 +22,7 @@ import sys
 import tempfile
 from typing import Any
 
+from kernelevolve import knobs
 from kernelevolve.harness import caps, child, reaper
 from kernelevolve.harness.supervise import DriverLink, Supervisor, kill_group
 
@@ -96,7 +97,7 @@ def serve(fd_socket: int) -> None:
     driver = DriverLink(0, os.dup(1))
     os.dup2(2, 1)  # stray prints from imports go to the log, not the protocol channel
     fdsock = socket.socket(fileno=fd_socket)
-    preload = [m for m in os.environ.get("KERNELEVOLVE_PRELOAD", "torch").split(",") if m]
+    preload = knobs.preload_modules()
     loaded: dict[str, Any] = {}
     for mod in preload:
         try:

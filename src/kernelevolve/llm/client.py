@@ -19,12 +19,12 @@ import asyncio
 import dataclasses
 import importlib
 import json
-import os
 import random
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kernelevolve import knobs
 from kernelevolve.errors import KernelevolveError
 from kernelevolve.llm import quirks, tools
 from kernelevolve.llm.prices import cost_usd
@@ -149,7 +149,7 @@ class LLMClient:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._sdk = _load_sdk(config.provider)
-        key = os.environ.get(config.key_env) or ""
+        key = knobs.secret(config.key_env)
         self.placeholder_key = False
         if not key:
             if config.base_url and config.api_key_env is None:

@@ -4,17 +4,16 @@ Why "unknown" (None) and never 0 for a model not in the table: a $0 would let `-
 budgets pass silently for a paid model we simply had no price for; None makes the report say
 "unknown" and lets the budget logic decide what an unpriced call means.
 
-Users override or extend the table with their own TOML file named by KERNELEVOLVE_PRICES. That
-variable is read here rather than in knobs.py on purpose: knobs.py is owned elsewhere and this is
-the only reader; it is looked up on every call, so a test that sets it sees the change.
+Users override or extend the table with their own TOML file named by KERNELEVOLVE_PRICES
+(knobs.prices_file); it is looked up on every call, so a test that sets it sees the change.
 """
 from __future__ import annotations
 
-import os
 import re
 from importlib import resources
 from pathlib import Path
 
+from kernelevolve import knobs
 from kernelevolve.errors import UsageError
 
 try:  # Python 3.11+ has tomllib; on 3.10 the `llm` extra installs tomli.
@@ -25,7 +24,7 @@ except ImportError:  # pragma: no cover - exercised only on 3.10
     except ImportError:
         _toml = None
 
-PRICES_ENV = "KERNELEVOLVE_PRICES"
+PRICES_ENV = knobs.PRICES_ENV
 
 # "-2024-08-06" (OpenAI) or "-20250929" (Anthropic): dated snapshots cost what the alias costs.
 _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
@@ -60,7 +59,7 @@ def _parse(text: str, origin: str) -> Table:
 
 def price_table() -> Table:
     """The packaged table, overlaid model by model with the user's KERNELEVOLVE_PRICES file."""
-    user = os.environ.get(PRICES_ENV) or ""
+    user = knobs.prices_file()
     if user in _cache:
         return _cache[user]
     text = resources.files("kernelevolve.llm").joinpath("prices.toml").read_text()

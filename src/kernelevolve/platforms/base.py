@@ -11,6 +11,8 @@ import os
 import platform as _pyplatform
 from typing import Any, Callable
 
+from kernelevolve import knobs
+
 # SIMD and matrix flags worth recording; the full /proc/cpuinfo list is ~100 names of noise.
 _CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
               "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16",
@@ -111,7 +113,7 @@ class Platform:
             "cpu_flags": _cpu_flags(),
             "cpu_count": os.cpu_count(),
             "threads": threads,
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "omp_wait_policy": knobs.omp_wait_policy(),
             # device fields: the CPU itself here; GPU platforms overwrite them
             "device": _cpu_model(),
             "device_count": 1,

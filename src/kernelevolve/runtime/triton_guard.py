@@ -33,10 +33,10 @@ not counted: they are not the candidate's own Triton kernels.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 
+from kernelevolve import knobs as ke_knobs
 from kernelevolve.runtime import launches
 from kernelevolve.runtime.triton_bounds import (MEMORY_OPS, TritonOutOfBoundsError,
                                                 _capture_host_args, _grid_call)
@@ -176,7 +176,7 @@ def _interpreting() -> bool:
         from triton import knobs
         return bool(knobs.runtime.interpret)
     except Exception:
-        return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+        return ke_knobs.triton_interpret()
 
 
 def _bench_once(kernel_call, quantiles=None, **_):

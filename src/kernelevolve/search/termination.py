@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+DEFAULT_MAX_EVALS = 30   # the one default: RunConfig(), the CLI, kernelevolve.optimize()
+
+
 @dataclass(frozen=True)
 class Budgets:
-    max_evals: int | None = 50
+    max_evals: int | None = DEFAULT_MAX_EVALS
     max_time_s: float | None = None
     max_cost: float | None = None        # dollars, when prices are known (LLM issue)
     max_tokens: int | None = None
