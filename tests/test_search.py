@@ -11,13 +11,16 @@ import re
 
 import pytest
 
-from kernelevolve.operators.base import Draft
-from kernelevolve.search.acceptance import decide
 from kernelevolve.errors import InfraError
+from kernelevolve.operators.base import Draft, check_operator
+from kernelevolve.operators.llm import LLMOperator
+from kernelevolve.operators.tune import TuneOperator
+from kernelevolve.search.acceptance import decide
 from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import BestFirstUCB, DiverseBeam, Greedy, make_policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
+from kernelevolve.synth.operator import SynthOperator
 
 
 def x_of(source: str) -> int:
@@ -59,6 +62,8 @@ class StepOperator:
     """Proposes X-1 and X+1 around each parent (or X=start from the root), within [lo, hi]."""
 
     name = "step"
+    repairs = False
+    exhaustible = True
 
     def __init__(self, lo=0, hi=20, start=3, repeat=False, steps=(1,)):
         self.lo, self.hi, self.start, self.repeat, self.steps = lo, hi, start, repeat, steps
@@ -283,3 +288,26 @@ def test_fitness_and_final_decision_follow_the_compile_baseline():
     assert eager["speedup"] == pytest.approx(2.0)
     assert comp["speedup"] == pytest.approx(1.5) and comp["kind"] == "improved"
     assert comp["message"].startswith("improved 1.500x over torch.compile")
+
+
+def test_an_operator_must_declare_its_capabilities():
+    """The engine reads `repairs` and `exhaustible`; an operator that does not declare them is
+    refused when the search is built, naming what is missing (they were guessed with getattr:
+    a forgotten `exhaustible = False` made an LLM operator look finished after one empty
+    reply)."""
+    class Vague:
+        name = "vague"
+
+        async def propose(self, ctx):
+            return []
+
+    with pytest.raises(TypeError, match="'vague' does not declare repairs, exhaustible"):
+        check_operator(Vague())
+    Vague.repairs, Vague.exhaustible = False, "yes"
+    with pytest.raises(TypeError, match="does not declare exhaustible"):
+        check_operator(Vague())
+    Vague.exhaustible = True
+    check_operator(Vague())
+    for op in (StepOperator(), TuneOperator(), LLMOperator.__new__(LLMOperator),
+               SynthOperator("p.py", "cpu")):
+        check_operator(op)

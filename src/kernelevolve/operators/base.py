@@ -63,8 +63,31 @@ class OperatorFailing(Exception):
 
 @runtime_checkable
 class Operator(Protocol):
+    """What the engine asks of an operator. Its capabilities are declared as class attributes
+    (the engine reads them, never guesses them):
+
+    - `repairs`: it can read a rejected candidate's reason and propose a fix (the engine gives
+      it repair turns on rejected nodes);
+    - `exhaustible`: an empty answer means it has nothing left to try from that parent (the
+      engine stops asking it there); False for operators whose next call may differ (an LLM).
+    """
     name: str
+    repairs: bool
+    exhaustible: bool
 
     async def propose(self, context: ProposalContext) -> list[Draft]:
         """Return zero or more drafts; zero means this operator has nothing left to try here."""
         ...
+
+
+CAPABILITIES = ("repairs", "exhaustible")
+
+
+def check_operator(op: Any) -> None:
+    """An operator must declare every capability (a bool) and `propose`."""
+    missing = [c for c in CAPABILITIES if not isinstance(getattr(op, c, None), bool)]
+    if not callable(getattr(op, "propose", None)) or not getattr(op, "name", ""):
+        missing.insert(0, "name and propose")
+    if missing:
+        raise TypeError(f"operator {getattr(op, 'name', type(op).__name__)!r} does not declare "
+                        f"{', '.join(missing)} (see kernelevolve.operators.base.Operator)")

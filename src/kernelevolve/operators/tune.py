@@ -62,6 +62,8 @@ def tune_meta(source: str) -> dict[str, Any] | None:
 
 class TuneOperator:
     name = "tune"
+    repairs = False      # a rejected candidate's knobs are not what broke it
+    exhaustible = True   # a parent's neighbourhood is finite: empty means tried
 
     def __init__(self, restart_prob: float = 0.1, max_changes: int = 2):
         if not 0.0 <= restart_prob <= 1.0:

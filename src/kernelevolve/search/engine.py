@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from kernelevolve.errors import InfraError
 from kernelevolve.operators.base import (Draft, Operator, OperatorFailing, ParentView,
-                                         ProposalContext)
+                                         ProposalContext, check_operator)
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import Policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
@@ -62,6 +62,8 @@ class SearchEngine:
                  facts: Callable[[], dict[str, Any]] | None = None):
         if not operators:
             raise ValueError("a search needs at least one operator")
+        for op in operators:
+            check_operator(op)
         self.graph, self.operators, self.policy = graph, operators, policy
         self.evaluate, self.hooks, self.budgets, self.progress = evaluate, hooks, budgets, progress
         self.problem_path, self.problem_source, self.platform = problem_path, problem_source, platform
@@ -183,7 +185,7 @@ class SearchEngine:
             # result arrives. A stochastic one (an LLM) may succeed on the next call, so it is
             # asked again, up to MAX_EMPTY_ROUNDS in a row (each call costs tokens).
             self._empty_rounds += 1
-            retry = (any(not getattr(op, "exhaustible", True) for op in self.operators)
+            retry = (any(not op.exhaustible for op in self.operators)
                      and self._empty_rounds < MAX_EMPTY_ROUNDS)
             if not retry:
                 self._stalled = True
@@ -196,7 +198,7 @@ class SearchEngine:
                 continue
             drafts = await op.propose(self._context([], want))
             drafts = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
-            if not getattr(op, "exhaustible", True):
+            if not op.exhaustible:
                 self._root_drafts += max(1, len(drafts))  # attempts count: replies may fail
                 if not drafts:
                     continue
@@ -214,7 +216,7 @@ class SearchEngine:
     def _repair_target(self) -> Node | None:
         """Every other expansion, the newest rejected leaf (if an operator can repair it): the
         reason it failed is the most useful thing to show a model that writes code."""
-        if not any(getattr(op, "repairs", False) for op in self.operators):
+        if not any(op.repairs for op in self.operators):
             return None
         self._repair_turn = not getattr(self, "_repair_turn", False)
         if not self._repair_turn:
@@ -228,7 +230,7 @@ class SearchEngine:
         broken = self._repair_target()
         if broken is not None:
             for op in self.operators:
-                if getattr(op, "repairs", False):
+                if op.repairs:
                     drafts = await op.propose(self._context([broken], 1))
                     fresh = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
                     if fresh:

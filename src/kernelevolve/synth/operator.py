@@ -21,6 +21,7 @@ DEFAULT_LANGUAGES = {"cpu": ["cpp"], "cuda": ["triton"], "rocm": ["triton"]}
 class SynthOperator:
     name = "synth"
     exhaustible = True
+    repairs = False
 
     def __init__(self, problem_path: str, platform: str, languages: list[str] | None = None):
         self.problem_path = str(problem_path)
