@@ -119,9 +119,12 @@ def test_a_mid_reduction_kernel_and_its_steps():
     assert [o.layout for o in k.outputs] == ["mid"]
     s = k.schedule
     assert s.programs is Programs.MID_BLOCKS and s.shape_args == ("outer", "nred", "inner")
-    assert s.mid.element == ["relu", "mul", "sub"] and r.source == "sub"
-    assert s.mid.epilogue == ["sigmoid", "mul_1", "add"] and s.mid.uniform == []
-    assert s.passes == [] and s.store is None
+    walk, = s.passes                                    # one walk down the reduced dim
+    assert walk.reductions == [r] and r.source == "sub"
+    assert walk.nodes == ["relu", "mul", "sub"] and walk.loads == [k.inputs[0].name]
+    assert walk.after == ["sigmoid", "mul_1", "add"]     # the epilogue on the mean
+    assert s.mid.uniform == [] and s.mid.kept == [] and s.store is None
+    assert s.row_outputs == ["add"] and s.full_outputs == [] and s.cache is None
 
 
 def test_a_flat_elementwise_kernel_schedule(tmp_path):
@@ -201,8 +204,8 @@ def test_indices_read_as_data_too_are_refused_by_both_planners(tmp_path):
      "kernel input arg1_1 has dtype float64; ",
      "float32, int64, int32 and bool are covered", "only float32 is covered"),
     ("(x * self.p).softmax(-1)", "(x * self.p).sum(1)", "torch.randn(4, 8, 16)",
-     "self.p = nn.Parameter(torch.randn(4, 1, 16))",
-     "arg0_1 of shape (4, 1, 16) does not broadcast",
+     "self.p = nn.Parameter(torch.randn(1, 8, 16))",
+     "arg0_1 of shape (1, 8, 16) does not broadcast",
      " as a row, a column or a scalar over the kernel domain (4, 8, 16)",
      " over the middle-dim reduction domain (4, 8, 16)"),
     ("x.sum(-1) > 0", "x.sum(1) > 0", "torch.randn(4, 8, 16)", "pass",
