@@ -219,3 +219,84 @@ def test_shared_checks_give_one_reason_with_each_planners_coverage(
     mid_reason = _refusal(_problem(tmp_path, "mid", f"return {mid}", inputs, init))
     assert row_reason == same + row_cover
     assert mid_reason == same + mid_cover
+
+
+# ---- multi-pass mid kernels: normalisations and variances over a non-last dim -------------
+
+def test_softmax_over_a_middle_dim_walks_it_twice_then_stores(tmp_path):
+    path = _problem(tmp_path, "mid_softmax", "return torch.softmax(x, dim=1)",
+                    "torch.randn(4, 8, 16)")
+    k = _kernel(path)
+    x = k.inputs[0].name
+    assert k.loop is LoopKind.MID and k.mid_dim == 1 and k.levels == 2
+    mx, total = k.reductions
+    assert (mx.op, mx.source, mx.level) == ("max", x, 1)
+    assert (total.op, total.source, total.level) == ("sum", "exp", 2)
+    s = k.schedule
+    first, second = s.passes
+    assert first.nodes == [] and first.loads == [x] and first.stores == []
+    assert second.nodes == ["sub", "exp"] and second.loads == [x]    # exp(x - max) per element
+    assert s.mid.kept == [mx.node, total.node]          # read by the walks after their own
+    assert s.store.nodes == ["sub", "exp", "div"] and s.store.stores == ["div"]
+    assert s.cache.values == ["exp"] and s.cache.in_output == "div"   # exp left in the output
+    assert s.cache.store_nodes == ["div"] and s.carry is None
+    assert [o.layout for o in k.outputs] == ["full"] and s.full_outputs == ["div"]
+    text = explain(plan(capture(str(path))))
+    assert "mid reduction kernel over dim 1, 2 walk(s) + 1 store walk" in text
+
+
+def test_std_over_the_first_dim_keeps_the_mean_for_its_second_walk(tmp_path):
+    path = _problem(tmp_path, "mid_std", "return torch.std(x, dim=0, correction=0)",
+                    "torch.randn(5, 3, 7)")
+    k = _kernel(path)
+    mean, var = k.reductions
+    assert k.mid_dim == 0 and k.levels == 2              # dim 0: outer = 1
+    assert (mean.op, mean.level, var.op, var.level, var.correction) == \
+        ("mean", 1, "var", 2, 0.0)
+    s = k.schedule
+    assert s.mid.kept == [mean.node] and s.passes[1].nodes == [var.source[:-3] + "_dev",
+                                                               var.source]
+    assert s.passes[1].after == ["sqrt"] and s.row_outputs == ["sqrt"] and s.store is None
+
+
+def test_logsumexp_over_dim_0_reads_its_max_at_the_next_level(tmp_path):
+    path = _problem(tmp_path, "mid_lse", "return torch.logsumexp(x, dim=0)",
+                    "torch.randn(5, 6, 7)")
+    k = _kernel(path)
+    s = k.schedule
+    first, second = s.passes
+    # where(|max| == inf, 0, max), squeezed to (6, 7): still the max of each dim-0 fiber
+    assert first.after == ["abs_1", "eq", "where", "squeeze"]
+    assert second.nodes == ["sub", "exp"] and second.after == ["log", "add"]
+    assert s.mid.kept == ["where", "squeeze"] and s.row_outputs == ["add"]
+    assert [i.layout for i in k.inputs] == ["full", "scalar"]     # torch's scalar_tensor(0)
+
+
+def test_a_full_output_computed_by_a_reduction_walk_is_stored_there():
+    """softmax, then its sum over the same dim: the third walk computes the softmax, and
+    writes it; no store walk."""
+    k = plan(capture(str(PROBLEMS / "synth_mid_softmax4d.py"))).kernels[0]
+    s = k.schedule
+    assert k.levels == 3 and [r.op for r in k.reductions] == ["max", "sum", "sum"]
+    assert [p.stores for p in s.passes] == [[], [], ["div"]]
+    assert s.store is None and s.cache is None and s.row_outputs == ["sum_2"]
+
+
+def test_a_mid_kernel_reads_an_input_of_the_reduced_shape(tmp_path):
+    """A (A, 1, C) parameter is one value per reduced position; exp of it is computed per
+    position, not kept between walks."""
+    path = _problem(tmp_path, "mid_in", "return (x - torch.exp(self.p)).amax(1)",
+                    "torch.randn(4, 8, 16)", "self.p = nn.Parameter(torch.randn(4, 1, 16))")
+    k = _kernel(path)
+    assert [i.layout for i in k.inputs] == ["mid", "full"]
+    assert k.schedule.mid.uniform == ["exp"] and k.schedule.mid.kept == []
+    assert "in0[o * inner + c]" in KernelWriter(k).write()
+
+
+def test_a_reduced_value_broadcast_against_the_wrong_dims_is_refused(tmp_path):
+    """(4, 16) from amax over dim 1 of (4, 4, 16) broadcasts as (1, 4, 16): torch takes it,
+    but it is not the reduced value of each fiber."""
+    reason = _refusal(_problem(tmp_path, "mid_wrong", "return x - x.amax(1)",
+                               "torch.randn(4, 4, 16)"))
+    assert reason == ("amax (shape (4, 16)) broadcasts against the wrong dims of the "
+                      "middle-dim reduction domain (4, 4, 16)")

@@ -5,8 +5,9 @@ it walks F once: for each f, one `omp simd` loop over the task's positions (cont
 vectorised loads, as eager's own non-last-dim softmax walks them), accumulating into a block
 of floats per reduction; after the walk, a loop over the positions finishes the level's
 reduced values, keeps those a later walk reads in a block each and stores the reduced
-outputs. A last walk stores the full-size outputs (softmax's exp(x - max) / sum), reading
-back a value the last reduction walk left in the output (the schedule's cache)."""
+outputs. A full-size output is written by the walk that computes it, or by a last store walk
+(softmax's exp(x - max) / sum), which reads back a value the last reduction walk left in the
+output (the schedule's cache)."""
 from __future__ import annotations
 
 from kernelevolve.synth.capture import Ref
@@ -64,6 +65,7 @@ class MidBody:
         end = []
         if cache and level == len(self.s.passes):
             end += [f"{self.outputs[cache.in_output]}[base + j] = v_{cache.values[0]};"]
+        end += [f"{self.outputs[name]}[base + j] = v_{name};" for name in p.stores]
         end += [step(r, self.ref(Ref(r.source), "base + j"), f"acc_{r.node}[j]", flagged=False)
                 for r in p.reductions]
         return out + self.walk(p.nodes, [], end)
@@ -74,7 +76,7 @@ class MidBody:
         defined = {r.node for r in p.reductions} | set(p.after)
         out = ["        #pragma omp simd", "        for (int64_t j = 0; j < w; ++j) {",
                "            const int64_t c = c0 + j;", "            (void)c;"]
-        out += ["            " + line for line in self.kept_reads(p.after)]
+        out += ["            " + line for line in self.kept_reads(p.after, defined)]
         out += [f"            const float v_{r.node} = {mid_final(r)};" for r in p.reductions]
         out += ["            " + self.define(n, "c") for n in self.s.mid.uniform + p.after]
         out += [f"            m_{name}[j] = v_{name};" for name in self.s.mid.kept
@@ -90,14 +92,15 @@ class MidBody:
         cached = s.cache.values if s.cache else []
         top = [f"const float v_{name} = {self.outputs[s.cache.in_output]}[base + j];"
                for name in cached]
-        end = [f"{self.outputs[name]}[base + j] = v_{name};" for name in s.full_outputs]
+        end = [f"{self.outputs[name]}[base + j] = v_{name};" for name in s.store.stores]
         note = f" (reads back {', '.join(cached)} from the last walk)" if cached else ""
         return [f"        // store walk{note}",
                 *self.walk(s.cache.store_nodes if s.cache else s.store.nodes, top, end)]
 
-    def kept_reads(self, names: list[str]) -> list[str]:
-        """The kept reduced values `names` read (from earlier levels), from their blocks."""
-        kept, inside, reads = set(self.s.mid.kept), set(names), []
+    def kept_reads(self, names: list[str], defined: set[str] = frozenset()) -> list[str]:
+        """The kept reduced values `names` read from earlier levels (not `names` themselves nor
+        the values `defined` in the same loop), from their blocks."""
+        kept, inside, reads = set(self.s.mid.kept), set(names) | defined, []
         for name in names:
             for a in self.nodes[name].args:
                 if isinstance(a, Ref) and a.name in kept and a.name not in inside \

@@ -23,7 +23,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.kernel import Kernel, Layout, LoopKind, NodeKind, Reduction, StrEnum
@@ -49,6 +49,7 @@ class Pass:
     nodes: list[str]              # per-element values its column loop computes, in plan order
     loads: list[str]              # the FULL / COL inputs they read (in Triton's load order)
     after: list[str] = field(default_factory=list)   # ROW / SCALAR values defined after it
+    stores: list[str] = field(default_factory=list)  # mid kernels: the FULL outputs it writes
 
 
 @dataclass
@@ -149,17 +150,25 @@ def _mid_schedule(k: Kernel, s: Schedule) -> Schedule:
     layout = {n.name: n.layout for n in k.nodes}
     s.full_outputs = [o.name for o in k.outputs if layout[o.name] == L.FULL]
     s.row_outputs = [o.name for o in k.outputs if layout[o.name] == L.MID]
-    if s.full_outputs:
-        s.store = Pass([], *closure(k, s.full_outputs, along=along))
     s.mid = MidSteps([n.name for n in k.nodes if n.layout in (L.COL, L.SCALAR) or (
         n.layout == L.MID and n.level == 0)], _kept(k))
-    cache = _cache(k, s, along)
+    # A full-size output a reduction walk computes is written by that walk (softmax summed
+    # again over the dim: its last walk computes exp(x - max) / sum), the others by a store
+    # walk after the last level.
+    rest = []
+    for name in s.full_outputs:
+        walk = next((p for p in s.passes if name in p.nodes), None)
+        (walk.stores if walk else rest).append(name)
+    if not rest:
+        return s
+    s.store = Pass([], *closure(k, rest, along=along), stores=rest)
+    cache = _cache(k, replace(s, full_outputs=rest), along)
     # Only a value the output's own buffer can hold until stored is cached (softmax's exp);
     # others are recomputed rather than given a scratch block of nred x MID_BLOCK per task.
     if cache and cache.in_output:
         first = cache.values[:1]
         s.cache = Cache(first, cache.in_output, [],
-                        closure(k, s.full_outputs, frozenset(first), along)[0])
+                        closure(k, rest, frozenset(first), along)[0])
     return s
 
 

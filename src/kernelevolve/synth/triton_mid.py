@@ -2,9 +2,9 @@
 
 Program (o, block) owns BLOCK inner positions of outer index o. Per reduction level it walks
 F once, accumulating a BLOCK-wide vector per reduction (padding lanes at the reduction's
-identity); the level's reduced values follow (vectors, in scope for the later walks), then a
-last walk stores the full-size outputs. The exp the last reduction walk computed is computed
-again there (as in the row kernels)."""
+identity); the level's reduced values follow (vectors, in scope for the later walks). A
+full-size output is stored by the walk that computes it, or by a last store walk, which
+computes again the exp the last reduction walk computed (as in the row kernels)."""
 from __future__ import annotations
 
 from kernelevolve.synth.kernel import Reduction
@@ -33,9 +33,7 @@ class TritonMidBody:
         for level, p in enumerate(s.passes, 1):
             out += self.reduction_walk(p, level)
         if s.store is not None:
-            end = [f"tl.store({self.outputs[n]} + offs, v_{n}, mask=mask)"
-                   for n in s.full_outputs]
-            out += ["# store walk", *self.mid_walk(s.store, end)]
+            out += ["# store walk", *self.mid_walk(s.store, self.stores(s.store))]
         return out
 
     def mid_walk(self, p: Pass, end: list[str]) -> list[str]:
@@ -51,12 +49,16 @@ class TritonMidBody:
         inner += [self.define(n) for n in p.nodes] + end
         return ["for f in range(0, nred):", *("    " + line for line in inner)]
 
+    def stores(self, p: Pass) -> list[str]:
+        return [f"tl.store({self.outputs[n]} + offs, v_{n}, mask=mask)" for n in p.stores]
+
     def reduction_walk(self, p: Pass, level: int) -> list[str]:
         out = [f"# walk {level} down the reduced dim: "
                + ", ".join(f"{r.op} of {r.source}" for r in p.reductions)]
         out += [f"acc_{r.node} = tl.full((BLOCK,), {lit(r.identity)}, tl.float32)"
                 for r in p.reductions]
-        out += self.mid_walk(p, [reduce_step(r, self.padded(r)) for r in p.reductions])
+        out += self.mid_walk(p, self.stores(p) + [reduce_step(r, self.padded(r))
+                                                  for r in p.reductions])
         out += [f"v_{r.node} = {mid_final(r)}" for r in p.reductions]
         out += [self.define(n) for n in p.after]
         defined = {r.node for r in p.reductions} | set(p.after)
