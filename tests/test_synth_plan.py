@@ -240,6 +240,8 @@ def test_softmax_over_a_middle_dim_walks_it_twice_then_stores(tmp_path):
     assert s.store.nodes == ["sub", "exp", "div"] and s.store.stores == ["div"]
     assert s.cache.values == ["exp"] and s.cache.in_output == "div"   # exp left in the output
     assert s.cache.store_nodes == ["div"] and s.carry is None
+    assert s.mid.reciprocals == [total.node]            # C++ multiplies by 1 / sum
+    assert "const float v_div = (v_exp * r_sum_1[j]);" in KernelWriter(k).write()
     assert [o.layout for o in k.outputs] == ["full"] and s.full_outputs == ["div"]
     text = explain(plan(capture(str(path))))
     assert "mid reduction kernel over dim 1, 2 walk(s) + 1 store walk" in text

@@ -57,6 +57,9 @@ class KernelWriter(KernelWriterBase, RowBody, MidBody):
             # a literal takes the compute type (a bool literal stays bool)
             v = self.ref(a, idx, d if not cast and (isinstance(a, Ref) or d == "bool") else t)
             x.append(f"({CTYPE[t]})({v})" if cast else v)
+        rcp = self.reciprocal(n)
+        if rcp:
+            return f"const float v_{n.name} = ({x[0]} * {rcp});"
         uniform = n.name in self.s.uniform_divisors
         return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x, uniform, t)};"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.cpp_expr import lit
 from kernelevolve.synth.emit_cpp_rows import reduced, step
-from kernelevolve.synth.kernel import Reduction
+from kernelevolve.synth.kernel import KNode, Layout, Reduction
 from kernelevolve.synth.schedule import Pass
 
 IND = "                "           # inside a walk's position loop
@@ -29,6 +29,7 @@ class MidBody:
                "        const int64_t c0 = (t - o * nblk) * MID_BLOCK;",
                "        const int64_t w = inner - c0 < MID_BLOCK ? inner - c0 : MID_BLOCK;"]
         out += [f"        float m_{name}[MID_BLOCK];" for name in s.mid.kept]
+        out += [f"        float r_{name}[MID_BLOCK];" for name in s.mid.reciprocals]
         for level, p in enumerate(s.passes, 1):
             out += self.reduction_walk(p, level)
             out += self.level_values(p)
@@ -81,6 +82,8 @@ class MidBody:
         out += ["            " + self.define(n, "c") for n in self.s.mid.uniform + p.after]
         out += [f"            m_{name}[j] = v_{name};" for name in self.s.mid.kept
                 if name in defined]
+        out += [f"            r_{name}[j] = 1.0f / v_{name};" for name in self.s.mid.reciprocals
+                if name in defined]
         out += [f"            {self.outputs[name]}[o * inner + c] = v_{name};"
                 for name in self.s.row_outputs if name in defined]
         return out + ["        }"]
@@ -96,6 +99,14 @@ class MidBody:
         note = f" (reads back {', '.join(cached)} from the last walk)" if cached else ""
         return [f"        // store walk{note}",
                 *self.walk(s.cache.store_nodes if s.cache else s.store.nodes, top, end)]
+
+    def reciprocal(self, n: KNode) -> str | None:
+        """A full-size value's division by a kept value, as a multiplication by the kept
+        reciprocal (None for any other node, and outside mid kernels)."""
+        if self.s.mid is None or n.layout != Layout.FULL or n.op != "div" or \
+                not isinstance(n.args[1], Ref) or n.args[1].name not in self.s.mid.reciprocals:
+            return None
+        return f"r_{n.args[1].name}[j]"
 
     def kept_reads(self, names: list[str], defined: set[str] = frozenset()) -> list[str]:
         """The kept reduced values `names` read from earlier levels (not `names` themselves nor
