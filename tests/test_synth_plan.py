@@ -302,3 +302,15 @@ def test_a_reduced_value_broadcast_against_the_wrong_dims_is_refused(tmp_path):
                                "torch.randn(4, 4, 16)"))
     assert reason == ("amax (shape (4, 16)) broadcasts against the wrong dims of the "
                       "middle-dim reduction domain (4, 4, 16)")
+
+
+def test_a_full_sum_after_a_mid_log_softmax_splits_at_the_flattening_view(tmp_path):
+    """cross_entropy over class probabilities: log_softmax over dim 1, times the targets,
+    viewed flat and summed, negated. The flattening view is split off (torch), not the view
+    of the sum: the negation stays in the summing kernel."""
+    path = _problem(tmp_path, "ce_probs", "return -(torch.log_softmax(x, dim=1) * "
+                    "torch.sigmoid(x)).sum()", "torch.randn(4, 8, 16)")
+    p = plan(capture(str(path)))
+    assert [k.loop for k in p.kernels] == [LoopKind.MID, LoopKind.ROWS]
+    assert [g.op for g in (p.graph.values[n] for n in p.kept)] == ["view"]
+    assert [n.source_op for n in p.kernels[1].nodes] == ["sum", "view", "neg"]

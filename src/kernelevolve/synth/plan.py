@@ -115,7 +115,12 @@ def plan(cap: Capture | Graph) -> Plan:
                      and any(r in exc.names for r in g.values[n].refs())} - torch_views
             if not split:
                 raise first from None
-            torch_views |= split
+            # the views of the group's largest values first: a view of a reduced value (a
+            # full sum's (N,) -> ()) split off alone would leave its epilogue a kernel of
+            # its own (cross_entropy over class probabilities: log_softmax over dim 1, then
+            # (x * y) viewed flat and summed, then negated)
+            big = max(math.prod(g.values[n].shape) for n in exc.names)
+            torch_views |= {n for n in split if math.prod(g.values[n].shape) == big} or split
 
 
 class _GroupNotCovered(Exception):
