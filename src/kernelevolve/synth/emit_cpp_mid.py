@@ -55,8 +55,9 @@ class MidBody:
         return out + [IND + e for e in end] + ["            }", "        }"]
 
     def reduction_walk(self, p: Pass, level: int) -> list[str]:
-        """A level's walk: its reductions' accumulators, and the value the store walk reads
-        back from the output (the last level's, when cached)."""
+        """A level's walk: its reductions' accumulators, the full-size outputs it computes,
+        and the value the store walk reads back from the output (the last level's, when
+        cached)."""
         out = [f"        // walk {level} down the reduced dim: " + reduced(p.reductions)]
         for r in p.reductions:
             out += [f"        float acc_{r.node}[MID_BLOCK];", "        #pragma omp simd",

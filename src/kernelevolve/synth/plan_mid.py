@@ -4,8 +4,8 @@ Values are FULL (over the domain), COL (over the inner dims only), SCALAR, or MI
 value and the pointwise values built on it). As in a row kernel, each value has a level: a
 reduction is one level above the value it reduces, and a full-size value may read the reduced
 values of the levels below it (softmax's x - max at level 1, its sum at level 2), so each level
-is one walk down the reduced dim. The kernel writes MID values and full-size values (those in
-a final store walk: softmax's exp(x - max) / sum)."""
+is one walk down the reduced dim. The kernel writes MID values and full-size values (softmax's
+exp(x - max) / sum, in a store walk after the last level)."""
 from __future__ import annotations
 
 import math
