@@ -314,3 +314,37 @@ def test_a_full_sum_after_a_mid_log_softmax_splits_at_the_flattening_view(tmp_pa
     assert [k.loop for k in p.kernels] == [LoopKind.MID, LoopKind.ROWS]
     assert [g.op for g in (p.graph.values[n] for n in p.kept)] == ["view"]
     assert [n.source_op for n in p.kernels[1].nodes] == ["sum", "view", "neg"]
+
+
+@pytest.mark.parametrize("problem", ["synth_mid_norms.py", "synth_mid_softmax4d.py"])
+def test_every_position_loop_of_a_mid_kernel_vectorises(tmp_path, problem):
+    """Each walk's and each level's loop over a task's inner positions is a vector loop (var_mean's
+    count of infs, a bool -> float cast, kept its walk scalar: 0.88 ms against 0.09)."""
+    import re
+    import subprocess
+
+    from kernelevolve.synth import synthesize
+
+    source, _ = synthesize(str(PROBLEMS / problem), "cpp")
+    cpp = source.split('SRC = r"""', 1)[1].split('"""', 1)[0]
+    cpp = "#define PARALLEL_MIN_ELEMENTS 32768\n#define ROWS_PER_TASK 0\n#define FAST_EXP 1\n" \
+          "#define MID_BLOCK 256\n" + cpp
+    (tmp_path / "k.cpp").write_text(cpp)
+    proc = subprocess.run(["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC",
+                           "-c", str(tmp_path / "k.cpp"), "-o", str(tmp_path / "k.o"),
+                           "-fno-math-errno", "-fno-trapping-math", "-mprefer-vector-width=512",
+                           "-fopt-info-vec-optimized", "-fopt-info-loop-optimized"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # vectorised, or a library call (a copy of an accumulator block into a kept one: memcpy)
+    done = {int(m.group(1)) for m in re.finditer(
+        r"k\.cpp:(\d+):\d+: optimized: (loop vectorized|Loop \d+ distributed: split to 0 loops)",
+        proc.stderr)}
+    lines = cpp.splitlines()
+    heads = [i for i, line in enumerate(lines, start=1)
+             if line.strip() == "for (int64_t j = 0; j < w; ++j) {"]
+    # each loop's lines up to its closing brace (g++ names a line inside the body)
+    loops = [(a, lines.index(lines[a - 1].split("for")[0] + "}", a) + 1) for a in heads]
+    scalar = [lines[a - 1] + " / " + lines[a + 2].strip() for a, b in loops
+              if not any(a <= d <= b for d in done)]
+    assert len(loops) > 10 and not scalar, scalar
