@@ -309,7 +309,7 @@ def new_like(k: Kernel, out, shape: str, named: dict[str, str]) -> bool:
 def doc_of(k: Kernel) -> str:
     ops = ", ".join(n.source_op for n in k.nodes if n.kind != "view" and n.source_op)
     if k.mid_dim is not None:
-        walks = k.levels + (any(o.layout == "full" for o in k.outputs))
+        walks = k.levels + (k.schedule is not None and k.schedule.store is not None)
         return (f"kernel {k.name}: {ops}, mid reduction over dim {k.mid_dim} (threads over "
                 f"outer x inner blocks, {walks} walk(s) down the reduced dim)")
     if k.has_reduction:

@@ -218,7 +218,7 @@ def explain(p: Plan) -> str:
         what = (f"row kernel, {k.levels} reduction pass(es){store}"
                 if k.has_reduction else "elementwise kernel")
         if k.mid_dim is not None:
-            store = store.replace("pass", "walk")
+            store = " + 1 store walk" if k.schedule and k.schedule.store else ""
             what = f"mid reduction kernel over dim {k.mid_dim}, {k.levels} walk(s){store}"
         lines.append(f"kernel {k.name} ({what}, domain {shape}): fuses "
                      + ", ".join(n.source_op for n in k.nodes if n.source_op))
