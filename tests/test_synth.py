@@ -26,6 +26,10 @@ CPP_PROBLEMS = {
     "clamp_tanh": PROBLEMS / "synth_clamp_tanh.py",
     "mid_mean": PROBLEMS / "synth_mid_mean.py",
     "mid_amax_sum_keepdim": PROBLEMS / "synth_mid_amax.py",
+    # softmax, log_softmax, logsumexp, var, std, var_mean over dims 0 and 1 (NaN, inf edges);
+    # softmax, var and std over middle dims of 4-D inputs
+    "mid_norms": PROBLEMS / "synth_mid_norms.py",
+    "mid_softmax_4d": PROBLEMS / "synth_mid_softmax4d.py",
     "int_ops": PROBLEMS / "synth_int_ops.py",
     "embedding_rmsnorm": PROBLEMS / "synth_embedding_ln.py",
     "embedding_bag_sum": PROBLEMS / "synth_embedding_bag.py",
@@ -39,7 +43,7 @@ CPP_PROBLEMS = {
 # The interpreter is slow: Triton drafts are checked on the examples and two small fusions.
 TRITON_PROBLEMS = ["pointwise_chain", "softmax", "rmsnorm", "kb_linear_swish", "layernorm",
                    "int_ops", "mid_amax_sum_keepdim", "embedding_rmsnorm", "embedding_bag_sum",
-                   "nan_edges", "chan_bias", "cat_rows"]
+                   "nan_edges", "chan_bias", "cat_rows", "mid_norms", "mid_softmax_4d"]
 
 
 def _evaluate(evaluator, problem, source, tmp_path, name):

@@ -1,6 +1,6 @@
 """The synthesizer's own decompositions (synth/decomp.py): multi-dim and full reductions,
-vector norms, max/min over a dim, batch / group / instance norm in inference, drafted and
-accepted by the full harness, NaN and inf edges included."""
+vector norms, max/min over a dim, batch / group / instance norm in inference, var_mean, drafted
+and accepted by the full harness, NaN and inf edges included."""
 from __future__ import annotations
 
 import pytest
@@ -36,6 +36,17 @@ def test_batch_group_and_instance_norm_in_inference_are_accepted(evaluator, tmp_
     source, p = synthesize(str(NORMS), language)
     assert len(p.kernels) == 4        # bn; group norm's statistics and affine; instance norm
     _accepted(evaluator, NORMS, source, tmp_path, f"decomp_norms_{language}")
+
+
+@pytest.mark.parametrize("language", ["cpp", "triton"])
+def test_var_mean_gives_torchs_welford_mean_at_infs(evaluator, tmp_path, language):
+    """var_mean's mean is NaN where an inf is followed by another element, the inf where it
+    comes last (torch.mean gives inf for both): over the last dim, a block of dims, dim 0."""
+    problem = PROBLEMS / "synth_var_mean.py"
+    source, p = synthesize(str(problem), language)
+    assert not any(p.graph.values[n].op in ("var_mean", "std_mean") for n in p.kept)
+    assert sum(r.op == "var" for k in p.kernels for r in k.reductions) == 3
+    _accepted(evaluator, problem, source, tmp_path, f"var_mean_{language}")
 
 
 def test_a_p_norm_is_a_sum_of_powers(evaluator, write, tmp_path):

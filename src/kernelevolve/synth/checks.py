@@ -1,6 +1,7 @@
 """The checks both planners share: how a kernel reads its operands (data by broadcast layout,
 role operands by role), which dtypes it takes, which of its values it writes, and which value
-gives its domain at run time.
+gives its domain at run time; and the reduction records both build (`reduction_steps`: var's
+two levels).
 
 `KernelChecks` is one kernel's state while it is planned (every value's layout so far, the
 inputs found) and the shared checks; a kind of kernel says what it covers by overriding the
@@ -12,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from kernelevolve.synth.capture import Graph, NotCovered, Ref, Value
-from kernelevolve.synth.kernel import (KInput, KNode, KOutput, Layout, NodeKind, chan_block,
-                                       strip)
+from kernelevolve.synth.kernel import (KInput, KNode, KOutput, Layout, NodeKind, Reduction,
+                                       chan_block, strip)
 from kernelevolve.synth.ops import ELEMENT_TYPES
 
 
@@ -44,6 +45,25 @@ def role_layout(v: Value, role: str, domain: tuple[int, ...]) -> Layout:
         raise NotCovered(f"embedding indices {v.name} ({v.dtype}, shape {v.shape}) do not index "
                          f"the rows of the lookup {domain}")
     return Layout.ROW
+
+
+def reduction_steps(n: str, op: str, src: Ref, attrs, dtype: str, dim: int, lvl: int,
+                    reduced: Layout) -> tuple[list[KNode], list[Reduction], Ref, int]:
+    """A reduction node's records: (the nodes it adds before itself, its Reduction records, the
+    value it reduces, its level). `lvl` is one above its source's; `reduced` is the layout of a
+    reduced value (ROW in a row kernel, MID in a mid kernel). var takes two levels: the mean,
+    then the mean of the squared deviations from it, which the var node reduces (two passes
+    rather than one pass of sums and sums of squares: no cancellation)."""
+    keep = attrs["keepdim"]
+    if op != "var":
+        return [], [Reduction(n, op, src.name, dim, keep, lvl)], src, lvl
+    m, d, sq = Ref(n + "_mean"), Ref(n + "_dev"), Ref(n + "_sq")
+    nodes = [KNode(m.name, NodeKind.REDUCE, "mean", (src,), attrs, reduced, dtype, lvl, ""),
+             KNode(d.name, NodeKind.BINARY, "sub", (src, m), {}, Layout.FULL, dtype, lvl, ""),
+             KNode(sq.name, NodeKind.BINARY, "mul", (d, d), {}, Layout.FULL, dtype, lvl, "")]
+    reds = [Reduction(m.name, "mean", src.name, dim, keep, lvl),
+            Reduction(n, "var", sq.name, dim, keep, lvl + 1, attrs.get("correction"))]
+    return nodes, reds, sq, lvl + 1
 
 
 _NAMED = ("float32", "int64", "int32", "bool")    # the order messages name dtypes in

@@ -13,6 +13,8 @@ planner handles (reductions over one dim, element-wise arithmetic, views).
 - Vector norms become their sums and maxima (p = 2: sqrt(sum(x*x)); inf: amax(abs(x)); ...).
 - max/min over a dim become amax/amin and argmax/argmin (a caller that uses only the values
   leaves the index op dead).
+- var_mean (and std_mean, which torch's own table makes var_mean and sqrt) becomes var and
+  mean over the same dims, the mean NaN where torch's Welford mean is (see var_mean).
 
 A decomposition returns NotImplemented for the cases it leaves alone, so make_fx records the op.
 """
@@ -96,6 +98,42 @@ def _var(x, a, correction=None):
 
 def _var_decompose(x, dim=None, *, correction=None, keepdim=False):
     return _merged(_var)(x, dim, keepdim, correction=correction)
+
+
+def var_mean(x, dim=None, *, correction=None, keepdim=False):
+    """var and mean over the same dims (a contiguous block of them merged into one). torch's
+    var_mean takes its mean from Welford's recurrence, which turns NaN once an inf is followed
+    by another element (mean + (x - inf) / n), and is that inf when it comes last: torch.mean
+    would give inf for both. So the mean here is NaN where the reduced infs outnumber the last
+    element's own (the last element read through a torch view, select(-1))."""
+    import torch
+
+    dims = _dims(x, dim)
+    if dims is None or x.dtype != torch.float32:
+        return NotImplemented
+    aten, shape = _aten(), tuple(int(s) for s in x.shape)
+    y, d = x, dims[0]
+    if len(dims) > 1:
+        block = _block(shape, dims)
+        if block is None:
+            return NotImplemented
+        merged, d = block
+        y = aten.view.default(x, list(merged))
+    var = aten.var.correction(y, [d], correction=correction, keepdim=True)
+    mean = aten.mean.dim(y, [d], True)
+    infs = aten.sum.dim_IntList(_float(aten.isinf.default(y)), [d], True)
+    last = aten.unsqueeze.default(aten.select.int(y, d, -1), d)
+    early = aten.gt.Scalar(aten.sub.Tensor(infs, _float(aten.isinf.default(last))), 0.5)
+    mean = aten.where.self(early, aten.scalar_tensor.default(math.nan, dtype=torch.float32),
+                           mean)
+    out = _result_shape(shape, dims, bool(keepdim))
+    return aten.view.default(var, out), aten.view.default(mean, out)
+
+
+def _float(t):
+    import torch
+
+    return _aten()._to_copy.default(t, dtype=torch.float32)
 
 
 def _channel_view(t, nd: int):
@@ -204,6 +242,7 @@ def table() -> dict[Any, Any]:
         aten.sum.default: lambda x, dtype=None: _merged(_sum)(x, None, dtype=dtype),
         aten.mean.default: lambda x, dtype=None: _merged(_mean)(x, None, dtype=dtype),
         aten.var.correction: _var_decompose,
+        aten.var_mean.correction: var_mean,
         aten.native_batch_norm.default: batch_norm,
         aten.native_group_norm.default: group_norm,
         aten.linalg_vector_norm.default: vector_norm,

@@ -7,7 +7,8 @@ pass over the row per reduction level plus a store pass; values between passes s
 registers or L1/L2 (a row of 8192 floats is 32 KiB), and pointwise prologues are recomputed in
 each pass rather than stored (but for the schedule's cached values). Mid reduction kernels
 ((B, F, D) -> (B, D)) give each task MID_BLOCK consecutive D positions of one B index and walk
-F, accumulating in a block of floats (contiguous, vectorised loads), then store the epilogue.
+F once per reduction level (emit_cpp_mid.py), accumulating in a block of floats (contiguous,
+vectorised loads), then a store walk for the full-size outputs.
 
 exp (and sigmoid/tanh, built on it) use a polynomial with ~2e-7 relative error when FAST_EXP
 is on, so the loops vectorise; with it off they call std::exp (scalar). The harness checks
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.cpp_expr import CTYPE, expr, lit
-from kernelevolve.synth.emit_cpp_rows import RowBody, reduced, step
+from kernelevolve.synth.emit_cpp_mid import MidBody
+from kernelevolve.synth.emit_cpp_rows import RowBody
 from kernelevolve.synth.kernel import Layout, LoopKind
 from kernelevolve.synth.module import doc_of
 from kernelevolve.synth.plan import KNode, Kernel
@@ -30,7 +32,7 @@ L = Layout
 _MEMORY = {**CTYPE, "bool": "uint8_t"}
 
 
-class KernelWriter(KernelWriterBase, RowBody):
+class KernelWriter(KernelWriterBase, RowBody, MidBody):
     def __init__(self, k: Kernel):
         super().__init__(k)
         self.col = "c"             # the column index inside the current loop (gathers)
@@ -45,6 +47,7 @@ class KernelWriter(KernelWriterBase, RowBody):
             read = {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[r]",
                     "chan": f"{arg}[(r / {arg}_in) % {arg}_sp]",
                     "scalar": f"{arg}[0]", "table": arg, "gtable": arg,
+                    "mid": f"{arg}[o * inner + c]",
                     "index": f"{arg}[o * nred + f]"}[inp.layout]
             return f"({read} != 0)" if inp.dtype == "bool" and inp.layout != "table" else read
         return "v_" + a.name
@@ -59,6 +62,9 @@ class KernelWriter(KernelWriterBase, RowBody):
             # a literal takes the compute type (a bool literal stays bool)
             v = self.ref(a, idx, d if not cast and (isinstance(a, Ref) or d == "bool") else t)
             x.append(f"({CTYPE[t]})({v})" if cast else v)
+        rcp = self.reciprocal(n)
+        if rcp:
+            return f"const float v_{n.name} = ({x[0]} * {rcp});"
         uniform = n.name in self.s.uniform_divisors
         return f"const {CTYPE[n.dtype]} v_{n.name} = {expr(n, x, uniform, t)};"
 
@@ -81,11 +87,13 @@ class KernelWriter(KernelWriterBase, RowBody):
         lines.append("}")
         return "\n".join(lines)
 
-    def gather_rows(self, ind: str, index: str, width: str, offset: str = "") -> list[str]:
-        """Each embedding lookup's table row for this row: an out-of-range index raises the
-        flag (forward raises IndexError, as torch does) and reads row 0 instead."""
+    def gather_rows(self, ind: str, index: str, width: str, offset: str = "",
+                    gathers: list[KNode] | None = None) -> list[str]:
+        """Each embedding lookup's table row for this row (of `gathers`, all by default): an
+        out-of-range index raises the flag (forward raises IndexError, as torch does) and
+        reads row 0 instead."""
         out = []
-        for n in self.gathers:
+        for n in self.gathers if gathers is None else gathers:
             table = self.inputs[n.args[0].name][0]
             out += [f"{ind}int64_t g_{n.name} = (int64_t){self.ref(n.args[1], index)};",
                     f"{ind}if (g_{n.name} < 0 || g_{n.name} >= {table}_n) {{",
@@ -121,50 +129,3 @@ class KernelWriter(KernelWriterBase, RowBody):
         a region entered with a false `if` clause still goes through the OpenMP runtime (about
         a microsecond a call, a fifth of a small row reduction's time)."""
         return [f"    {cond} {{", f"    {pragma}", *parallel, "    } else {", *serial, "    }"]
-
-    def mid_body(self) -> list[str]:
-        """Reduction over a middle dim: each task owns MID_BLOCK consecutive inner positions
-        of one outer index and walks the reduced dim, accumulating into a block of floats
-        (contiguous loads, vectorised along the inner dim); then the epilogue and the store."""
-        reds, mid, ind = self.k.reductions, self.s.mid, "            "
-        out = ["    for (int64_t t = 0; t < outer * nblk; ++t) {",
-               "        const int64_t o = t / nblk;",
-               "        const int64_t c0 = (t - o * nblk) * MID_BLOCK;",
-               "        const int64_t w = inner - c0 < MID_BLOCK ? inner - c0 : MID_BLOCK;"]
-        for r in reds:
-            out += [f"        float acc_{r.node}[MID_BLOCK];",
-                    "        #pragma omp simd",
-                    f"        for (int64_t j = 0; j < w; ++j) acc_{r.node}[j] = {lit(r.identity)};"]
-        out += ["        // one pass down the reduced dim: " + reduced(reds),
-                "        for (int64_t f = 0; f < nred; ++f) {",
-                "            const int64_t base = (o * nred + f) * inner + c0;",
-                *self.gather_rows("            ", "", "inner", " + c0"),
-                "            #pragma omp simd",
-                "            for (int64_t j = 0; j < w; ++j) {",
-                f"{ind}    const int64_t c = c0 + j;",
-                f"{ind}    (void)c;"]
-        self.col = "j"
-        out += [f"{ind}    " + self.define(n, "base + j")
-                for n in self.in_order(mid.uniform + mid.element)]
-        out += [f"{ind}    " + step(r, self.ref(Ref(r.source), "base + j"), f"acc_{r.node}[j]",
-                                    flagged=False) for r in reds]
-        out += [f"{ind}}}", "        }",
-                "        // epilogue and store",
-                "        #pragma omp simd",
-                "        for (int64_t j = 0; j < w; ++j) {",
-                "            const int64_t c = c0 + j;",
-                "            (void)c;"]
-        for r in reds:
-            post = f"acc_{r.node}[j]" + (" / (float)nred" if r.op == "mean" else "")
-            out.append(f"{ind}const float v_{r.node} = {post};")
-        out += [f"{ind}" + self.define(n, "c") for n in self.in_order(mid.uniform + mid.epilogue)]
-        out += [f"{ind}{o}[o * inner + c] = v_{name};" for name, o in self.outputs.items()]
-        out += ["        }", "    }"]
-        return ["    const int64_t nblk = (inner + MID_BLOCK - 1) / MID_BLOCK;",
-                *self.branch(self.parallel_if("outer * nred * inner", "outer * nblk"),
-                             "#pragma omp parallel for schedule(static)", out, out)]
-
-    def in_order(self, names: list[str]) -> list[KNode]:
-        wanted = set(names)
-        return [n for n in self.k.nodes if n.name in wanted]
-

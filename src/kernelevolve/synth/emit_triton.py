@@ -3,8 +3,8 @@
 Row kernels: each program owns BLOCK_ROWS rows and walks them in BLOCK_COLS-wide chunks, one
 walk per reduction level plus a store walk (a row that fits one chunk is read from cache
 after the first walk). Per-row values are kept as (BLOCK_ROWS, 1) columns so they broadcast.
-Elementwise kernels use a 2-D grid of (rows, column chunks) tiles, or a flat 1-D grid when no
-operand is per-column. Every load and store is masked; padding lanes are neutralised before
+Mid kernels walk the reduced dim once per level (triton_mid.py). Elementwise kernels use a
+2-D grid of (rows, column chunks) tiles, or a flat 1-D grid when no operand is per-column. Every load and store is masked; padding lanes are neutralised before
 they enter a reduction. Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=1.
 """
 from __future__ import annotations
@@ -15,11 +15,12 @@ from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_ep
                                        torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, LoopKind, Plan, Reduction
 from kernelevolve.synth.schedule import Pass, Programs
-from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit
+from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit, reduce_step
+from kernelevolve.synth.triton_mid import TritonMidBody
 from kernelevolve.synth.writer import INTS, KernelWriterBase
 
 
-class _KernelWriter(KernelWriterBase):
+class _KernelWriter(KernelWriterBase, TritonMidBody):
     def __init__(self, k: Kernel):
         super().__init__(k)
         self.width, self.cols = "cols", "cols_idx[None, :]"   # a gathered row's columns
@@ -81,50 +82,16 @@ class _KernelWriter(KernelWriterBase):
                            "mask=row_ok, other=0.0)[:, None]")
         return out + self.gather_rows("x_", "row_ok[:, None]")
 
-    def gather_rows(self, prefix: str, ok: str) -> list[str]:
-        """Each lookup's table row index; an out-of-range index sets the flag (forward raises
-        IndexError, as torch does) and reads row 0 instead."""
+    def gather_rows(self, prefix: str, ok: str, gathers: list[KNode] | None = None) -> list[str]:
+        """Each lookup's table row index (of `gathers`, all by default); an out-of-range index
+        sets the flag (forward raises IndexError, as torch does) and reads row 0 instead."""
         out = []
-        for n in self.gathers:
+        for n in self.gathers if gathers is None else gathers:
             table, idx = (self.inputs[a.name][0] for a in n.args)
             g = f"{prefix}{idx}"
             out += [f"bad_{n.name} = {ok} & (({g} < 0) | ({g} >= {table}_n))",
                     f"tl.store(bad_index + 0 * {g}, 1, mask=bad_{n.name})",
                     f"g_{n.name} = tl.where(bad_{n.name}, 0, {g}).to(tl.int64)"]
-        return out
-
-    def mid_body(self) -> list[str]:
-        """Reduction over a middle dim: program (o, block) owns BLOCK inner positions of outer
-        index o and walks the reduced dim, accumulating a BLOCK-wide vector; then the epilogue
-        and one store."""
-        reds, mid = self.k.reductions, self.s.mid
-        self.width, self.cols = "inner", "cols_idx"
-        out = ["o = tl.program_id(0)",
-               "cols_idx = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)",
-               "col_ok = cols_idx < inner", "mask = col_ok"]
-        for arg, inp in self.inputs.values():
-            if inp.layout == "scalar":
-                out.append(f"x_{arg} = tl.load({arg})")
-            elif inp.layout == "col":
-                out.append(f"x_{arg} = tl.load({arg} + cols_idx, mask=col_ok, other=0.0)")
-        out += [self.define(n) for n in mid.uniform]
-        out += [f"acc_{r.node} = tl.full((BLOCK,), {lit(r.identity)}, tl.float32)" for r in reds]
-        inner = ["offs = (o * nred + f) * inner + cols_idx"]
-        for arg, inp in self.inputs.values():
-            if inp.layout == "full":
-                inner.append(f"x_{arg} = tl.load({arg} + offs, mask=mask, other=0.0)")
-            elif inp.layout == "index":
-                inner.append(f"x_{arg} = tl.load({arg} + o * nred + f)")
-        inner += self.gather_rows("x_", "True")
-        inner += [self.define(n) for n in mid.element]
-        inner += [_step(r, self.padded(r)) for r in reds]
-        out.append("for f in range(0, nred):")
-        out += ["    " + line for line in inner]
-        out += [f"v_{r.node} = acc_{r.node}" + (" / nred" if r.op == "mean" else "")
-                for r in reds]
-        out += [self.define(n) for n in mid.epilogue]
-        out += [f"tl.store({o} + o * inner + cols_idx, v_{n}, mask=col_ok)"
-                for n, o in self.outputs.items()]
         return out
 
     def padded(self, r: Reduction) -> str:
@@ -154,7 +121,7 @@ class _KernelWriter(KernelWriterBase):
                     "tl.float32)" for r in p.reductions]
             out.append("for col0 in range(0, cols, BLOCK_COLS):")
             inner = self.tile("col0") + self.walk(p)
-            inner += [_step(r, self.padded(r)) for r in p.reductions]
+            inner += [reduce_step(r, self.padded(r)) for r in p.reductions]
             out += ["    " + line for line in inner]
             out += [f"v_{r.node} = {_row_final(r)}" for r in p.reductions]
             out += [self.define(n) for n in p.after]
@@ -247,15 +214,6 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     if gathers:
         out += [f"if {k.name}_bad.item():", '    raise IndexError("index out of range in self")']
     return out
-
-
-def _step(r: Reduction, v: str) -> str:
-    """One tile into an accumulator; max / min keep a NaN once seen (torch's amax / amin)."""
-    acc = f"acc_{r.node}"
-    if r.propagates_nan:
-        cmp = ">" if r.op == "max" else "<"
-        return f"{acc} = tl.where(({v} {cmp} {acc}) | ({v} != {v}), {v}, {acc})"
-    return f"{acc} += {v}"
 
 
 def _row_final(r: Reduction) -> str:

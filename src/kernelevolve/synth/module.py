@@ -235,6 +235,8 @@ def forward_epilogue(p: Plan, ref: Reference) -> list[str]:
 def out_shape_expr(k: Kernel, out, dom: str) -> str:
     """The run-time shape of a kernel output, from the domain tensor's shape `dom`."""
     nd = len(k.domain)
+    if k.mid_dim is not None and out.layout == "full":
+        return f"{dom}"
     if k.mid_dim is not None:
         d = k.mid_dim
         if len(out.shape) == nd:
@@ -307,8 +309,9 @@ def new_like(k: Kernel, out, shape: str, named: dict[str, str]) -> bool:
 def doc_of(k: Kernel) -> str:
     ops = ", ".join(n.source_op for n in k.nodes if n.kind != "view" and n.source_op)
     if k.mid_dim is not None:
+        walks = k.levels + (k.schedule is not None and k.schedule.store is not None)
         return (f"kernel {k.name}: {ops}, mid reduction over dim {k.mid_dim} (threads over "
-                "outer x inner blocks, one pass down the reduced dim)")
+                f"outer x inner blocks, {walks} walk(s) down the reduced dim)")
     if k.has_reduction:
         return f"kernel {k.name}: {ops} over rows ({k.levels} reduction pass(es) per row)"
     return f"kernel {k.name}: {ops}, elementwise (one read per input, one write)"

@@ -7,7 +7,7 @@ every kernel it depends on, so a kernel never needs a value computed after it.
 Each group becomes a row kernel (plan_row.py: values FULL, ROW, COL or SCALAR over the domain
 (R..., C); a reduction over the last dim is available one pass after the values it reads, so
 softmax is max, then sum of exp, then a store pass), or a mid reduction kernel (plan_mid.py)
-when it reduces a middle dim. Both place operands with the shared checks (checks.py); each
+when it reduces a middle dim (the same levels, each a walk down that dim). Both place operands with the shared checks (checks.py); each
 kernel then gets its schedule (schedule.py). explain() prints the plan.
 """
 from __future__ import annotations
@@ -117,7 +117,12 @@ def plan(cap: Capture | Graph) -> Plan:
                      and any(r in exc.names for r in g.values[n].refs())} - torch_views
             if not split:
                 raise first from None
-            torch_views |= split
+            # the views of the group's largest values first: a view of a reduced value (a
+            # full sum's (N,) -> ()) split off alone would leave its epilogue a kernel of
+            # its own (cross_entropy over class probabilities: log_softmax over dim 1, then
+            # (x * y) viewed flat and summed, then negated)
+            big = max(math.prod(g.values[n].shape) for n in exc.names)
+            torch_views |= {n for n in split if math.prod(g.values[n].shape) == big} or split
 
 
 class _GroupNotCovered(Exception):
@@ -215,7 +220,8 @@ def explain(p: Plan) -> str:
         what = (f"row kernel, {k.levels} reduction pass(es){store}"
                 if k.has_reduction else "elementwise kernel")
         if k.mid_dim is not None:
-            what = f"mid reduction kernel over dim {k.mid_dim}"
+            store = " + 1 store walk" if k.schedule and k.schedule.store else ""
+            what = f"mid reduction kernel over dim {k.mid_dim}, {k.levels} walk(s){store}"
         lines.append(f"kernel {k.name} ({what}, domain {shape}): fuses "
                      + ", ".join(n.source_op for n in k.nodes if n.source_op))
         lines.append("    reads " + ", ".join(f"{_label(p.graph, i.name)} [{i.layout}]"

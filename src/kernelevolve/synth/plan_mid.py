@@ -1,31 +1,40 @@
-"""Planning a reduction over a middle dim: (outer..., F, inner...) -> (outer..., inner...),
-with its pointwise prologue (and embedding lookups) and the epilogue on the reduced values.
-Values are FULL (over the domain), COL (over the inner dims only), SCALAR, or MID (the reduced
-value and the pointwise epilogue built on it); the kernel writes only MID values."""
+"""Planning a reduction over a middle dim: (outer..., F, inner...) -> (outer..., inner...).
+
+Values are FULL (over the domain), COL (over the inner dims only), SCALAR, or MID (a reduced
+value and the pointwise values built on it). As in a row kernel, each value has a level: a
+reduction is one level above the value it reduces, and a full-size value may read the reduced
+values of the levels below it (softmax's x - max at level 1, its sum at level 2), so each level
+is one walk down the reduced dim. The kernel writes MID values and full-size values (softmax's
+exp(x - max) / sum, in a store walk after the last level)."""
 from __future__ import annotations
 
 import math
 
 from kernelevolve.synth.capture import Graph, NotCovered, Value
-from kernelevolve.synth.checks import KernelChecks, domain_source, role_layout
+from kernelevolve.synth.checks import KernelChecks, domain_source, reduction_steps, role_layout
 from kernelevolve.synth.kernel import (KNode, Kernel, Layout, LoopKind, NodeKind, Reduction,
                                        mid_layout_of_shape)
 
 L = Layout
-MID_OPS = ("sum", "mean", "max", "min")
+MID_OPS = ("sum", "mean", "max", "min", "var")
 
 
 class MidChecks(KernelChecks):
     domain_name = "the middle-dim reduction domain"
     input_dtypes = ("float32",)
-    output_layouts = (L.MID,)
-    output_layout_text = ("is not the reduced value (a middle-dim reduction kernel writes only "
-                          "reduced values)")
+    output_layouts = (L.MID, L.FULL)
+    output_layout_text = ("is a per-inner-position or scalar value (a middle-dim reduction "
+                          "kernel writes reduced and full-size values)")
     output_dtype_text = "only float32 is covered"
 
     def __init__(self, g: Graph, names: list[str], domain: tuple[int, ...], dim: int):
         super().__init__(g, names, domain)
         self.dim = dim
+
+    @property
+    def kept_shape(self) -> tuple[int, ...]:
+        """A reduced value's shape with the reduced dim kept (as 1)."""
+        return self.domain[:self.dim] + (1,) + self.domain[self.dim + 1:]
 
     def data_layout(self, shape):
         return mid_layout_of_shape(shape, self.domain, self.dim)
@@ -45,38 +54,50 @@ class MidChecks(KernelChecks):
         return dtype == "float32"
 
     def output_shape_error(self, name, shape, layout):
+        if layout == L.FULL:
+            return None if shape == self.domain else f"kernel output {name} has shape {shape}"
         d, nd = self.dim, len(self.domain)
-        keep = self.domain[:d] + (1,) + self.domain[d + 1:]
         drop = self.domain[:d] + self.domain[d + 1:]
-        if shape not in (keep, drop) or len(shape) not in (nd, nd - 1):
+        if shape not in (self.kept_shape, drop) or len(shape) not in (nd, nd - 1):
             return f"kernel output {name} has shape {shape}"
         return None
 
 
 def build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Kernel:
-    """A reduction over a middle dim: domain (outer..., F, inner...) -> (outer..., inner...)."""
-    reds = [n for n in names if norm[n][0] == NodeKind.REDUCE]
-    domain = tuple(g.values[norm[reds[0]][2][0].name].shape)
-    dim = norm[reds[0]][3]["dim"] % len(domain)
-    reductions = [_reduction(g, n, norm[n], domain, dim) for n in reds]
+    """A reduction over a middle dim: domain (outer..., F, inner...) -> (outer..., inner...),
+    one level per reduction walk."""
+    first = next(n for n in names if norm[n][0] == NodeKind.REDUCE)
+    domain = tuple(g.values[norm[first][2][0].name].shape)
+    dim = norm[first][3]["dim"] % len(domain)
     ck = MidChecks(g, names, domain, dim)
+    level: dict[str, int] = {}
     nodes: list[KNode] = []
+    reductions: list[Reduction] = []
     for n in names:
         v = g.values[n]
         kind, op, args, attrs = norm[n]
         kind = NodeKind(kind)
         ck.read(n, kind, args)
-        lay = _node_layout(ck, v, kind, ck.refs(args), n in reds)
-        ck.layout[n] = lay
-        nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, 1 if lay == L.MID else 0,
-                           v.op))
+        refs = ck.refs(args)
+        lay = _node_layout(ck, v, kind, refs)
+        lvl = max([level.get(r, 0) for r in refs] or [0])
+        if kind == NodeKind.REDUCE:
+            _check_reduction(g, n, norm[n], domain, dim)
+            added, reds, src, lvl = reduction_steps(n, op, args[0], attrs, v.dtype, dim,
+                                                    lvl + 1, L.MID)
+            nodes += added
+            reductions += reds
+            args = (src,)
+        ck.layout[n], level[n] = lay, lvl
+        nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, lvl, v.op))
     outputs = ck.outputs(names, users)
     domain_of, lookup = domain_source(ck.inputs, nodes, kname)
-    return Kernel(kname, nodes, ck.inputs, outputs, domain, domain_of, 1, mid_dim=dim,
-                  lookup=lookup, loop=LoopKind.MID, reductions=reductions)
+    return Kernel(kname, nodes, ck.inputs, outputs, domain, domain_of,
+                  max(r.level for r in reductions), mid_dim=dim, lookup=lookup,
+                  loop=LoopKind.MID, reductions=reductions)
 
 
-def _reduction(g: Graph, n: str, normed, domain: tuple[int, ...], dim: int) -> Reduction:
+def _check_reduction(g: Graph, n: str, normed, domain: tuple[int, ...], dim: int) -> None:
     """All of a mid kernel's reductions reduce the same shape over the same dim."""
     _, op, args, attrs = normed
     if op not in MID_OPS:
@@ -85,27 +106,34 @@ def _reduction(g: Graph, n: str, normed, domain: tuple[int, ...], dim: int) -> R
     if shape != domain or attrs["dim"] % len(shape) != dim:
         raise NotCovered("reductions over different dims or shapes fused in one kernel "
                          f"({domain} dim {dim} vs {shape} dim {attrs['dim']})")
-    return Reduction(n, op, args[0].name, dim, attrs["keepdim"], 1)
 
 
-def _node_layout(ck: MidChecks, v: Value, kind: NodeKind, refs: list[str],
-                 reduces: bool) -> Layout:
+def _node_layout(ck: MidChecks, v: Value, kind: NodeKind, refs: list[str]) -> Layout:
     lays = {ck.layout[r] for r in refs}
     if kind == NodeKind.GATHER:
         ck.check_lookup(v)
         lays = {L.FULL}
-    if reduces:
+    if kind == NodeKind.REDUCE:
         if ck.layout[refs[0]] != L.FULL:
             raise NotCovered(f"{v.op} reduces a value that is not full-size")
         return L.MID
+    if L.FULL in lays:
+        for r in refs:   # a reduced value read along the walk: its dim must be kept (as 1)
+            if ck.layout[r] == L.MID and not _broadcasts_back(ck, ck.g.values[r].shape):
+                raise NotCovered(f"{r} (shape {ck.g.values[r].shape}) broadcasts against the "
+                                 f"wrong dims of {ck.domain_name} {ck.domain}")
+        ck.check_full(v)
+        return L.FULL
     if L.MID in lays:
-        if L.FULL in lays:
-            raise NotCovered(f"{v.op} mixes the reduced value with a full-size one")
         red_numel = math.prod(ck.domain) // max(1, ck.domain[ck.dim])
         if kind == NodeKind.VIEW and math.prod(v.shape) != red_numel:
             raise NotCovered(f"{v.op} reshapes the reduced value to {v.shape}")
         return L.MID
-    if L.FULL in lays:
-        ck.check_full(v)
-        return L.FULL
     return L.COL if L.COL in lays else L.SCALAR
+
+
+def _broadcasts_back(ck: MidChecks, shape: tuple[int, ...]) -> bool:
+    """A reduced value broadcasts over the domain as the reduction's keepdim result does (up
+    to leading ones: a reduction over dim 0 may drop it)."""
+    nd = len(ck.domain)
+    return len(shape) <= nd and (1,) * (nd - len(shape)) + tuple(shape) == ck.kept_shape

@@ -3,8 +3,8 @@ last dim, each reduction a level (a pass over the row) above the values it reads
 reduction and no per-row or per-column operand, a flat elementwise kernel."""
 from __future__ import annotations
 
-from kernelevolve.synth.capture import Graph, NotCovered, Ref, Value
-from kernelevolve.synth.checks import KernelChecks, domain_source, role_layout
+from kernelevolve.synth.capture import Graph, NotCovered, Value
+from kernelevolve.synth.checks import KernelChecks, domain_source, reduction_steps, role_layout
 from kernelevolve.synth.kernel import (KNode, Kernel, Layout, NodeKind, Reduction,
                                        layout_of_shape, loop_of, strip)
 from kernelevolve.synth.ops import ELEMENT_TYPES
@@ -49,16 +49,12 @@ def build_row_kernel(g: Graph, names: list[str], norm, users, domain, kname: str
         lvl = max([level.get(r, 0) for r in refs] or [0])
         lay = _node_layout(ck, v, kind, refs, attrs)
         if kind == NodeKind.REDUCE:
-            lvl += 1
-            dim, keep = attrs["dim"] % len(g.values[refs[0]].shape), attrs["keepdim"]
-            if op == "var":      # the mean first, then the mean of squared deviations
-                mean, added = _var_nodes(n, args[0], attrs, v.dtype, lvl)
-                nodes += added
-                reductions.append(Reduction(mean, "mean", args[0].name, dim, keep, lvl))
-                lvl += 1
-                args = (Ref(n + "_sq"),)
-            reductions.append(Reduction(n, op, args[0].name, dim, keep, lvl,
-                                        attrs.get("correction") if op == "var" else None))
+            dim = attrs["dim"] % len(g.values[refs[0]].shape)
+            added, reds, src, lvl = reduction_steps(n, op, args[0], attrs, v.dtype, dim,
+                                                    lvl + 1, L.ROW)
+            nodes += added
+            reductions += reds
+            args = (src,)
         ck.layout[n], level[n] = lay, lvl
         nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, lvl, v.op))
     outputs = ck.outputs(names, users)
@@ -68,15 +64,6 @@ def build_row_kernel(g: Graph, names: list[str], norm, users, domain, kname: str
     levels = max((r.level for r in reductions), default=0)
     return Kernel(kname, nodes, ck.inputs, outputs, domain, domain_of, levels, lookup=lookup,
                   loop=loop_of(levels, ck.inputs), reductions=reductions)
-
-
-def _var_nodes(n: str, src: Ref, attrs, dtype: str, lvl: int) -> tuple[str, list[KNode]]:
-    """var's first pass: the mean, then the squared deviations the second pass sums (two
-    passes: no cancellation)."""
-    m, d, sq = Ref(n + "_mean"), Ref(n + "_dev"), Ref(n + "_sq")
-    return m.name, [KNode(m.name, NodeKind.REDUCE, "mean", (src,), attrs, L.ROW, dtype, lvl, ""),
-                    KNode(d.name, NodeKind.BINARY, "sub", (src, m), {}, L.FULL, dtype, lvl, ""),
-                    KNode(sq.name, NodeKind.BINARY, "mul", (d, d), {}, L.FULL, dtype, lvl, "")]
 
 
 def _node_layout(ck: RowChecks, v: Value, kind: NodeKind, refs: list[str], attrs) -> Layout:

@@ -1,5 +1,6 @@
 """Triton spelling of one planned node, as tables keyed by ops.py's (kind, op) pairs, and the
-`@triton.jit` helpers a module includes when its kernels call them (triton_math.py).
+`@triton.jit` helpers a module includes when its kernels call them (triton_math.py), and one
+reduction step (`reduce_step`, row and mid kernels).
 
 The tables mirror cpp_expr.py's: SPELL (float / bool compute types), INT_SPELL (int64 /
 int32) and INT_SAME, UNSUPPORTED / INT_UNSUPPORTED with the reason, BY_WRITER for what the
@@ -14,7 +15,7 @@ from typing import Callable
 
 from kernelevolve.synth.capture import NotCovered, Ref
 from kernelevolve.synth.cpp_expr import power_product, ten_pow
-from kernelevolve.synth.kernel import KNode
+from kernelevolve.synth.kernel import KNode, Reduction
 from kernelevolve.synth.ops import FLOAT_UNSPELLED, VIEWS
 from kernelevolve.synth.triton_math import HELPERS  # noqa: F401  (the emitter reads it here)
 from kernelevolve.synth.writer import INTS
@@ -216,3 +217,12 @@ def expr(n: KNode, x: list, t: str = "float32") -> str:
     reason = UNSUPPORTED.get(key) or BY_WRITER.get(key) or "no spelling"
     raise NotCovered(f"{n.source_op or n.op} ({n.kind} {n.op}) on {t} is not covered by the "
                      f"Triton emitter: {reason}")
+
+
+def reduce_step(r: Reduction, v: str) -> str:
+    """One tile into an accumulator (row and mid kernels); max / min keep a NaN once seen (torch's amax / amin)."""
+    acc = f"acc_{r.node}"
+    if r.propagates_nan:
+        cmp = ">" if r.op == "max" else "<"
+        return f"{acc} = tl.where(({v} {cmp} {acc}) | ({v} != {v}), {v}, {acc})"
+    return f"{acc} += {v}"
