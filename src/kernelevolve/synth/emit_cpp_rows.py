@@ -178,8 +178,9 @@ def row_final(r: Reduction) -> str:
     the length less its correction)."""
     if r.op == "mean":
         return f"acc_{r.node} / (float)cols"
-    if r.op == "var":
-        return f"acc_{r.node} / (float)(cols - {lit(r.correction)})"
+    if r.op == "var":  # over max(0, n - correction), as torch (n <= correction: NaN or inf)
+        c = lit(r.correction)
+        return f"acc_{r.node} / ((float)cols > {c} ? (float)cols - {c} : 0.0f)"
     return final(r, "acc_")
 
 

@@ -226,5 +226,5 @@ def _row_final(r: Reduction) -> str:
     if r.op == "mean":
         red += " / cols"
     elif r.op == "var":
-        red += f" / (cols - {lit(r.correction)})"
+        red += f" / tl.maximum(cols - {lit(r.correction)}, 0.0)"
     return red
