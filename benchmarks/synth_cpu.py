@@ -3,7 +3,7 @@
 For each problem in benchmarks/synth_problems/ (or those named with --problems):
 
 1. the built-in synthesizer writes a C++ draft from the reference alone
-   (`kernelevolve.synth.operator.synthesize(problem, "cpp") -> (source, plan)`), in a
+   (`kernelevolve.synth.api.synthesize(problem, "cpp") -> (source, plan)`), in a
    subprocess with a time limit, so a synthesizer crash or hang costs one row, not the run;
 2. the `tune` operator searches the draft's TUNABLES through the real harness
    (`kernelevolve.optimize(problem, seeds=[draft], max_evals=--evals)`, which also
@@ -63,7 +63,7 @@ def synth_child(problem: str, out_dir: str) -> int:
     out = Path(out_dir)
     info: dict[str, Any] = {}
     try:
-        from kernelevolve.synth.operator import synthesize
+        from kernelevolve.synth.api import synthesize
     except Exception as exc:  # noqa: BLE001 - not there yet, or broken at import
         info = {"status": "not covered",
                 "reason": f"synthesizer not importable ({type(exc).__name__}: {exc})"}

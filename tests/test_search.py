@@ -20,7 +20,7 @@ from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import BestFirstUCB, DiverseBeam, Greedy, make_policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
-from kernelevolve.synth.operator import SynthOperator
+from kernelevolve.operators.synth import SynthOperator
 
 
 def x_of(source: str) -> int:

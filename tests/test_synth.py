@@ -9,7 +9,8 @@ import pytest
 from conftest import PROBLEMS, example
 from kernelevolve.operators.base import ProposalContext, ParentView
 from kernelevolve.operators.tunables import parse, rewrite
-from kernelevolve.synth import SynthOperator, explain_problem, synthesize
+from kernelevolve.operators.synth import SynthOperator
+from kernelevolve.synth import explain_problem, synthesize
 from kernelevolve.synth.capture import NotCovered, Ref, capture
 from kernelevolve.synth.plan import plan
 

@@ -87,7 +87,8 @@ def eval_cmd(
     candidate: Path = typer.Argument(..., metavar="CANDIDATE",
                                      help="Candidate module (.py) defining ModelNew."),
     platform: str = typer.Option("cpu", metavar="NAME", show_default=False,
-                                 help="Platform: cpu, cuda or rocm (cpu)."),
+                                 help="A registered platform; `kernelevolve targets` "
+                                      "lists them (cpu)."),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
                                              help="Write the full result here."),
     trials: int = typer.Option(3, metavar="N", show_default=False,
@@ -157,7 +158,8 @@ def optimize_cmd(
     config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
                                                help="Run config file (TOML); flags override it."),
     platform: Optional[str] = typer.Option(None, metavar="NAME",
-                                           help="Platform: cpu, cuda or rocm (cpu)."),
+                                           help="A registered platform; `kernelevolve targets` "
+                                      "lists them (cpu)."),
     operator: Optional[list[str]] = typer.Option(
         None, "--operator", metavar="NAME",
         help="Operator (repeatable): synth, tune, llm (synth and tune; with --llm: llm and "
@@ -211,8 +213,8 @@ def optimize_cmd(
     agent_turns: Optional[int] = typer.Option(None, "--agent-turns", metavar="N",
                                               help="Model calls per proposal with --agent (6)."),
     language: Optional[str] = typer.Option(None, metavar="NAME",
-                                           help="Language the LLM writes: cpp, triton, python, "
-                                                "cuda-cpp, hip (cpp on cpu, triton on gpus)."),
+                                           help="Language the LLM writes, one the platform "
+                                                "runs (the platform's default language)."),
     notes: Optional[list[Path]] = typer.Option(None, "--notes", metavar="DIR",
                                                help="Extra folder of knowledge notes (repeatable)."),
     workspace: Path = WORKSPACE_OPT,
@@ -285,8 +287,9 @@ def synth_cmd(problem: Path = typer.Argument(..., metavar="PROBLEM",
                                              help="Problem module (KernelBench format)."),
               explain: bool = typer.Option(False, "--explain",
                                            help="Print which ops are fused into which kernels."),
-              language: str = typer.Option("cpp", metavar="NAME", show_default=False,
-                                           help="cpp or triton (cpp)."),
+              language: Optional[str] = typer.Option(
+                  None, metavar="NAME", help="A language the synthesizer writes (the first: "
+                                             "see `kernelevolve targets`)."),
               out: Optional[Path] = typer.Option(None, "--out", metavar="PATH",
                                                  help="Write the draft here.")) -> None:
     """Write a fused kernel for PROBLEM with the built-in synthesizer (no LLM needed)."""
@@ -295,8 +298,11 @@ def synth_cmd(problem: Path = typer.Argument(..., metavar="PROBLEM",
 
     with _user_errors():
         load_problem(problem)  # one-line errors for bad problem files
-        if language not in ("cpp", "triton"):
-            raise KernelevolveError(f"--language {language!r}: choose cpp or triton")
+        from kernelevolve.synth.api import LANGUAGES
+
+        language = language or LANGUAGES[0]
+        if language not in LANGUAGES:
+            raise KernelevolveError(f"--language {language!r}: choose {' or '.join(LANGUAGES)}")
         if explain or out is None:
             print(explain_problem(str(problem)))
         if out is not None:

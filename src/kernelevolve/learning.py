@@ -42,8 +42,10 @@ def _reference_ops(result: dict[str, Any]) -> list[str]:
 
 
 def _provenance(fp: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    from kernelevolve.plugins import library_keys
+
     return {"device": fp.get("device"), "driver": fp.get("driver"), "compiler": fp.get("cxx"),
-            "libraries": {"torch": fp.get("torch"), "triton": fp.get("triton")},
+            "libraries": {lib: fp.get(lib) for lib in ("torch", *library_keys())},
             "shapes": [c.get("name") for c in result.get("cases", []) if not c.get("held_out")]}
 
 

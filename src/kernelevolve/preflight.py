@@ -40,7 +40,7 @@ def check_run(config: Any) -> None:
 
 
 def check_platform(name: str) -> None:
-    from kernelevolve.platforms import get_platform
+    from kernelevolve.plugins import get_platform
 
     why = get_platform(name).unavailable_reason()
     if why:
@@ -48,7 +48,7 @@ def check_platform(name: str) -> None:
 
 
 def check_language(platform: str, language: str | None) -> None:
-    from kernelevolve.platforms import get_platform
+    from kernelevolve.plugins import get_platform
 
     if language is None:
         return

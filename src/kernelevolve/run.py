@@ -35,8 +35,15 @@ from kernelevolve.store import Store
 
 DEFAULT_WORKSPACE = Path(".kernelevolve")
 # What must match for measurements from before a resume to be comparable with those after.
-FINGERPRINT_KEYS = ("platform", "device", "devices", "driver", "cuda", "hip", "torch", "triton",
-                    "cxx", "cpu_model", "threads")
+# The registered platforms' toolkit keys and languages' library keys are added (fingerprint_keys).
+FINGERPRINT_KEYS = ("platform", "device", "devices", "driver", "torch", "cxx", "cpu_model",
+                    "threads")
+
+
+def fingerprint_keys() -> tuple[str, ...]:
+    from kernelevolve.plugins import library_keys, toolkit_labels
+
+    return (*FINGERPRINT_KEYS, *toolkit_labels(), *library_keys())
 
 
 class RunError(KernelevolveError):
@@ -345,7 +352,7 @@ class Run:
 
     def _check_fingerprint(self, current: dict[str, Any], force: bool) -> None:
         stored = self.record.fingerprint or {}
-        changed = [k for k in FINGERPRINT_KEYS if k in stored and stored.get(k) != current.get(k)]
+        changed = [k for k in fingerprint_keys() if k in stored and stored.get(k) != current.get(k)]
         if changed and not force:
             detail = "; ".join(f"{k}: {stored.get(k)!r} -> {current.get(k)!r}" for k in changed[:4])
             raise RunError(f"the platform changed since run {self.id} started ({detail}); timings "

@@ -36,13 +36,14 @@ def bench_cmd(
                                                     "operator matches (globs, comma-separated)."),
     profile: Optional[str] = typer.Option(None, "--profile", metavar="SIZE",
                                           help="With --suite: small, medium or large shapes "
-                                               "(small for Triton on cpu, else medium)."),
+                                               "(small for an interpreted language, medium on cpu, "
+                                               "large on devices)."),
     suite_dir: Optional[Path] = typer.Option(None, "--suite-dir", metavar="DIR",
                                              help="With --suite: where the problems are "
                                                   "written (WORKSPACE/suites/aten-SIZE)."),
     language: Optional[str] = typer.Option(None, "--language", metavar="LANG",
-                                           help="The draft's language: cpp or triton (cpp "
-                                                "on cpu; Triton runs in its interpreter there)."),
+                                           help="The draft's language, one the synthesizer "
+                                                "writes (the platform's default language)."),
     draft: Optional[bool] = typer.Option(None, "--draft/--search",
                                          help="Evaluate the synthesizer's draft once per "
                                               "problem, or optimize each (default: --draft "
@@ -63,7 +64,8 @@ def bench_cmd(
                                                  help="Operators, as for optimize (synth, "
                                                       "tune; with --llm: llm, tune)."),
     platform: Optional[str] = typer.Option(None, "--platform", metavar="NAME",
-                                           help="cpu, cuda or rocm (cpu)."),
+                                           help="A registered platform, see `kernelevolve "
+                                                "targets` (cpu)."),
     workers: Optional[int] = typer.Option(None, "--workers", metavar="N",
                                           help="Evaluation slots per problem (1)."),
     executor: Optional[str] = typer.Option(None, "--executor", metavar="NAME",
@@ -124,9 +126,9 @@ def bench_cmd(
 def _language(language: Optional[str], platform: str, draft: bool) -> str:
     from kernelevolve.errors import UsageError
     from kernelevolve.synth.api import LANGUAGES
-    from kernelevolve.synth.operator import DEFAULT_LANGUAGES
+    from kernelevolve.plugins import get_platform
 
-    default = DEFAULT_LANGUAGES.get(platform, ["cpp"])[0]
+    default = get_platform(platform).default_language
     if language is None:
         return default
     if language not in LANGUAGES:
@@ -159,10 +161,12 @@ def _problems(paths, suite, patterns, profile, suite_dir, workspace: Path, platf
     if paths:
         raise UsageError("pass problem PATHs or --suite, not both")
     from kernelevolve.bench.aten_suite import ops_of, select, selection_tag, write_suite
+    from kernelevolve.plugins import get_platform
 
     if profile is None:
-        profile = "small" if (platform, language) == ("cpu", "triton") else (
-            "medium" if platform == "cpu" else "large")
+        plat = get_platform(platform)  # interpreted: small; on the CPU: medium; devices: large
+        profile = "small" if language in plat.interpreted_languages else (
+            "medium" if plat.device == "cpu" else "large")
     chosen = select(patterns)
     folder = suite_dir or workspace / "suites" / f"aten-{profile}"
     problems = write_suite(folder, profile, chosen)
@@ -181,7 +185,7 @@ def _run(camp: Any, workspace: Path, flags: dict[str, Any], total_time: float | 
 
     total = len(camp.rows)
     drafting = camp.data.get("mode") == "draft"
-    language = camp.data.get("language") or "cpp"
+    language = camp.data.get("language") or "the default language"
 
     def say(event: str, row: dict[str, Any]) -> None:
         i = camp.rows.index(row) + 1

@@ -24,7 +24,13 @@ STATES = ("correct", "rejected", "not_covered", "error", "pending")
 
 
 def column_label(platform: str, language: str, mode: str = "draft") -> str:
-    interp = platform == "cpu" and language == "triton"
+    from kernelevolve.errors import PlatformError
+    from kernelevolve.plugins import get_platform
+
+    try:
+        interp = language in get_platform(platform).interpreted_languages
+    except PlatformError:  # a campaign from a platform not registered here
+        interp = False
     return f"{platform}/{language}" + ("-interpreter" if interp else "") + (
         " search" if mode == "search" else "")
 
@@ -65,7 +71,7 @@ def build(campaigns: list[dict[str, Any]]) -> dict[str, Any]:
     profiles: dict[str, set[str]] = {}
     for camp in campaigns:
         meta = camp.get("suite") or {}
-        label = column_label(meta.get("platform", "cpu"), meta.get("language", "cpp"),
+        label = column_label(meta.get("platform", "cpu"), meta.get("language", "?"),
                              camp.get("mode", "draft"))
         for row in camp.get("rows", []):
             probe = row["problem"]

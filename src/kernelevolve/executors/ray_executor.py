@@ -27,7 +27,7 @@ from kernelevolve.executors.base import EventSink, ignore_event
 from kernelevolve.executors.ray_actor import ActorSpec, EvalActor, raise_error
 from kernelevolve.executors.ray_cluster import ActorPlan, alive_nodes, connect, plan_actors
 from kernelevolve.harness.evaluate import EvalOptions
-from kernelevolve.platforms import get_platform
+from kernelevolve.plugins import get_platform
 from kernelevolve.problem import Problem
 from kernelevolve.errors import InfraError
 from kernelevolve.types import EvalResult

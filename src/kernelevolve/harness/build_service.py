@@ -25,7 +25,7 @@ from kernelevolve.errors import CppCompileError
 from kernelevolve.harness import native_allow, sandbox
 from kernelevolve.harness.native_inspect import Inspection, inspect_library
 from kernelevolve.runtime.cpp import build, library_stem
-from kernelevolve.runtime.cpp_cache import LibraryCache
+from kernelevolve.runtime.cpp_cache import LIBRARIES_SUBDIR, LibraryCache
 
 MAX_SOURCE = 8 << 20
 MAX_FLAGS = 32
@@ -57,7 +57,7 @@ def check_flags(flags: list[str]) -> str | None:
 
 class BuildService:
     def __init__(self, cache_dir: Path, sandbox_mode: str = "auto"):
-        self.cache = LibraryCache(Path(cache_dir) / "cpp")
+        self.cache = LibraryCache(Path(cache_dir) / LIBRARIES_SUBDIR)
         self.helpers = LibraryCache(Path(cache_dir) / "harness")
         self.mode = sandbox_mode
         self.objdump = shutil.which("objdump")

@@ -87,7 +87,10 @@ def _job_folders(req: dict[str, Any], containment: dict[str, Any]) -> str:
     tempfile.tempdir = None  # the server's Python may have looked it up already
     if containment.get("profile") == "jit":
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(own, "inductor")
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(own, "triton")
+        from kernelevolve.plugins import cache_env, get_platform
+
+        for var, sub in cache_env(get_platform(req["platform"])).items():
+            os.environ[var] = os.path.join(own, sub)
     return writable
 
 

@@ -24,7 +24,7 @@ from kernelevolve.harness.roofline import apply_roofline
 from kernelevolve.harness.static import check_static
 from kernelevolve.harness.scoring import score
 from kernelevolve.harness.timing import TimingPolicy
-from kernelevolve.platforms import get_platform
+from kernelevolve.plugins import get_platform
 from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
 from kernelevolve.types import CaseResult, EvalResult
 

@@ -30,7 +30,7 @@ def _device_kind(event: Any) -> str:
     return str(getattr(event, "device_type", "")).rsplit(".", 1)[-1].lower()
 
 
-def kernel_table(events: Any, kinds: tuple[str, ...] = ("cuda",), top: int = TOP
+def kernel_table(events: Any, kinds: tuple[str, ...], top: int = TOP
                  ) -> list[dict[str, Any]]:
     """torch.profiler events (`prof.events()`) of the given device kinds, grouped by name:
     calls, total and mean time in microseconds, the `top` largest totals first. ROCm builds of
@@ -52,14 +52,15 @@ def kernel_table(events: Any, kinds: tuple[str, ...] = ("cuda",), top: int = TOP
 
 
 def profile_call(fn: Callable[..., Any], args: list[Any], synchronize: Callable[[], None],
-                 kinds: tuple[str, ...] = ("cuda",), calls: int = 1) -> dict[str, Any]:
+                 kinds: tuple[str, ...], calls: int = 1) -> dict[str, Any]:
     """Kernels of `calls` calls of fn(*args) under torch.profiler, in this process (so:
     self-reported where this process runs candidate code)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CPU] + (
-        [ProfilerActivity.CUDA] if "cuda" in kinds else [])
+    # kinds: the platform's profile_kinds, torch's activity names in lower case
+    activities = [ProfilerActivity.CPU] + [getattr(ProfilerActivity, k.upper()) for k in kinds
+                                           if k != "cpu" and hasattr(ProfilerActivity, k.upper())]
     try:
         synchronize()
         with torch.no_grad(), profile(activities=activities) as prof:

@@ -25,16 +25,18 @@ from kernelevolve.problem import Case, import_module
 
 # ---------------------------------------------------------------------------------------------
 def job_fingerprint(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
-    from kernelevolve.platforms import get_platform
+    from kernelevolve.plugins import get_platform
 
     platform = get_platform(req["platform"])
     platform.setup_worker(int(req["threads"]))
-    return {"ok": True, "fingerprint": platform.fingerprint(int(req["threads"]))}
+    from kernelevolve.plugins import fingerprint
+
+    return {"ok": True, "fingerprint": fingerprint(req["platform"], int(req["threads"]))}
 
 
 def job_machine(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     """Memory bandwidth and peak FLOP/s, measured here (the pool caches them per machine)."""
-    from kernelevolve.platforms import get_platform
+    from kernelevolve.plugins import get_platform
 
     platform = get_platform(req["platform"])
     platform.setup_worker(int(req["threads"]))
@@ -126,11 +128,10 @@ def rounding_noise(model, inputs: list[Any], outputs: list[Any]) -> list[float |
 
 def _load_candidate(req: dict[str, Any], progress: JobContext):
     progress.stage("load")
-    from kernelevolve.runtime import inline_guard, triton_guard
+    from kernelevolve.plugins import get_language, get_platform
 
-    triton_guard.install()
-    if req["platform"] in ("cuda", "rocm"):  # load_inline candidates run only there; importing
-        inline_guard.install()               # cpp_extension costs ~0.2 s (setuptools)
+    for name in get_platform(req["platform"]).languages:  # each counts its launches
+        get_language(name).install_guard()
     path = req["candidate"]
     progress.contain()
     try:
@@ -294,7 +295,7 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     """CPU: timed from outside the candidate's process (harness/measure.py). Devices: in this
     process, with the platform's event timer (harness/measure_inprocess.py): the outside
     protocol is not built for GPUs yet."""
-    from kernelevolve.platforms import get_platform
+    from kernelevolve.plugins import get_platform
 
     if get_platform(req["platform"]).device == "cpu" and req.get("measurement") != "inprocess":
         from kernelevolve.harness.measure import job_measure as outside

@@ -126,7 +126,7 @@ def _device_profiles(platform, fns: list[Any], args: list[Any]) -> dict[str, Any
 
     out = {}
     for side, fn in (("reference", fns[0]), ("candidate", fns[1])):
-        prof = profile_call(fn, args, platform.synchronize)
+        prof = profile_call(fn, args, platform.synchronize, kinds=platform.profile_kinds)
         prof["self_reported"] = True
         prof["ncu"] = {"unavailable": ncu_unavailable() or NCU_IN_JOB}
         out[side] = prof

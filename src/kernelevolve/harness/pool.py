@@ -23,7 +23,8 @@ from kernelevolve import knobs
 from kernelevolve.harness.build_service import BuildService
 from kernelevolve.harness.outcome import JobOutcome
 from kernelevolve.harness.worker import Worker
-from kernelevolve.platforms import Platform, get_platform
+from kernelevolve.platforms import Platform
+from kernelevolve.plugins import get_platform
 from kernelevolve.types import SandboxFacts
 
 GiB = 1 << 30

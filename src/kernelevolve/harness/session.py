@@ -32,7 +32,7 @@ class Session:
     """The problem module, loaded in this child, and seeded access to its inputs and models."""
 
     def __init__(self, req: dict[str, Any]):
-        from kernelevolve.platforms import get_platform
+        from kernelevolve.plugins import get_platform
 
         self.req = req
         self.platform = get_platform(req["platform"])

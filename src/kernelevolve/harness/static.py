@@ -31,41 +31,11 @@ def calls_torch_compile(tree: ast.AST) -> bool:
     return False
 
 
-def detect_language(tree: ast.AST, platform: str) -> str:
-    imports_triton = calls_cpp = calls_inline = False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imports_triton |= any(a.name.split(".")[0] == "triton" for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imports_triton |= node.module.split(".")[0] == "triton"
-        elif isinstance(node, ast.Call):
-            name = _call_name(node.func)
-            calls_cpp |= name == "load_cpp"
-            calls_inline |= name in ("load_inline", "load")  and _mentions_cpp_extension(tree)
-    if imports_triton:
-        return "triton"
-    if calls_inline:
-        return "hip" if platform == "rocm" else "cuda-cpp"
-    if calls_cpp:
-        return "cpp"
-    return "python"
+def detect_language(tree: ast.Module, platform: str) -> str:
+    """The registered language the candidate is written in (each Language's `detects`)."""
+    from kernelevolve.plugins import detect_language as detect
 
-
-def _call_name(func: ast.AST) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
-
-
-def _mentions_cpp_extension(tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and "cpp_extension" in node.module:
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == "cpp_extension":
-            return True
-    return False
+    return detect(tree, platform)
 
 
 def defines_model_new(tree: ast.Module) -> bool:

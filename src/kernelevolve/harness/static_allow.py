@@ -8,15 +8,31 @@ from __future__ import annotations
 
 # ---- imports ------------------------------------------------------------------------------------
 
-ALLOWED_MODULES = frozenset({
-    "torch", "triton", "numpy", "math", "cmath", "ctypes", "functools", "itertools", "typing",
+# Common to every language; each registered Language adds its own (`imports`, e.g. its DSL).
+COMMON_MODULES = frozenset({
+    "torch", "numpy", "math", "cmath", "ctypes", "functools", "itertools", "typing",
     "typing_extensions", "dataclasses", "collections", "enum", "operator", "abc", "numbers",
     "__future__", "kernelevolve",
 })
-ALLOWED_HINT = ("it is not on the allow-list: candidates may import torch, triton, numpy, math, "
-                "cmath, ctypes (types only), functools, itertools, typing, dataclasses, "
-                "collections, enum, operator, abc, numbers and kernelevolve.runtime "
-                "(load_cpp, ptr)")
+_HINT = ("it is not on the allow-list: candidates may import torch, {langs}numpy, math, "
+         "cmath, ctypes (types only), functools, itertools, typing, dataclasses, "
+         "collections, enum, operator, abc, numbers and kernelevolve.runtime "
+         "(load_cpp, ptr)")
+
+
+def language_modules() -> frozenset[str]:
+    """What the registered languages add to the allow-list (their DSLs' top-level modules)."""
+    from kernelevolve.plugins import languages
+
+    return frozenset(m for lang in languages() for m in lang.imports)
+
+
+def allowed_modules() -> frozenset[str]:
+    return COMMON_MODULES | language_modules()
+
+
+def allowed_hint() -> str:
+    return _HINT.format(langs="".join(f"{m}, " for m in sorted(language_modules())))
 
 KERNELEVOLVE_ALLOWED = ("kernelevolve.runtime.load_cpp", "kernelevolve.runtime.ptr")
 KERNELEVOLVE_REASON = ("only load_cpp and ptr from kernelevolve.runtime may be used; the rest of "
@@ -195,7 +211,7 @@ MODULE_MEMBERS = {  # (top module, first member) -> reason
 def path_reason(parts: list[str]) -> str | None:
     """Why the import-rooted dotted path `parts` (torch, cuda, Stream) is forbidden, or None. The
     message names the shortest forbidden prefix (`torch._C`, not `torch._C._get_tracing_state`)."""
-    if parts[0] not in ALLOWED_MODULES:
+    if parts[0] not in allowed_modules():
         return None  # the import itself is reported
     found = _path_rule(parts[0], parts[1:])
     if found is None:
@@ -215,7 +231,7 @@ def _path_rule(top: str, rest: list[str]) -> tuple[int, str] | None:
             if not any(p == dotted or p.startswith(dotted + ".") for p in KERNELEVOLVE_ALLOWED):
                 return i, KERNELEVOLVE_REASON
         return None
-    if top in ("torch", "triton", "numpy"):
+    if top in ("torch", "numpy") or top in language_modules():
         for i, name in enumerate(rest, 1):
             if name.startswith("_") and not _is_dunder(name):
                 return i, f"private {top} internals are off limits"

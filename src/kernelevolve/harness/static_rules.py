@@ -201,7 +201,7 @@ class _Gate(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
             self.flag(node, "relative imports are not allowed: a candidate is a single module; "
-                      + A.ALLOWED_HINT)
+                      + A.allowed_hint())
         elif self.allowed_top(node, node.module or ""):
             for alias in node.names:
                 if alias.name == "*":
@@ -212,10 +212,10 @@ class _Gate(ast.NodeVisitor):
 
     def allowed_top(self, node: ast.AST, dotted: str) -> bool:
         top = dotted.split(".")[0]
-        if top not in A.ALLOWED_MODULES:
+        if top not in A.allowed_modules():
             self.flag(node, f"importing {top} is not allowed: "
-                            f"{A.MODULE_REASONS.get(top, A.ALLOWED_HINT)}")
-        return top in A.ALLOWED_MODULES
+                            f"{A.MODULE_REASONS.get(top, A.allowed_hint())}")
+        return top in A.allowed_modules()
 
     # ---- names, attributes, calls ----
     def visit_Name(self, node: ast.Name) -> None:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelevolve import knobs
+from kernelevolve import knobs, plugins
 from kernelevolve.errors import SandboxError
 from kernelevolve.harness import frames, outcome, sandbox, wire
 from kernelevolve.harness.build_service import BuildService
@@ -66,8 +66,9 @@ class Worker:
         plan = sandbox.plan(self.sandbox_mode, layout, list(self.platform.sandbox_devices))
         scratch = str(self.root / "scratch")
         extra = {**self.platform.worker_env(self.threads),
-                 "KERNELEVOLVE_PRELOAD": ",".join(self.platform.preload()),
-                 "TRITON_CACHE_DIR": f"{scratch}/triton",
+                 "KERNELEVOLVE_PRELOAD": ",".join(plugins.preloads(self.platform)),
+                 **{var: f"{scratch}/{sub}"
+                    for var, sub in plugins.cache_env(self.platform).items()},
                  "TORCHINDUCTOR_CACHE_DIR": f"{scratch}/inductor",
                  "TORCH_EXTENSIONS_DIR": f"{scratch}/torch_extensions",
                  # inductor compiles in this process, never in a pool of helper processes that

@@ -21,8 +21,8 @@ from datetime import date
 from pathlib import Path
 from typing import Iterable
 
-from kernelevolve.knowledge.notes import (LANGUAGES, PLATFORMS, KnowledgeError, Note, NoteError,
-                                          parse_note, render_note)
+from kernelevolve.knowledge.notes import (KnowledgeError, Note, NoteError, language_tags,
+                                          parse_note, platform_tags, render_note)
 from kernelevolve.knowledge.staleness import staleness
 
 CURATED_DIR = Path(__file__).resolve().parent / "notes"
@@ -263,8 +263,8 @@ def check_target(platform: str | None,
 
     A misspelt filter is an error: `--platform cdua` finding nothing would look like no notes.
     """
-    for value, allowed, what in ((platform, PLATFORMS, "platform"),
-                                 (language, LANGUAGES, "language")):
+    for value, allowed, what in ((platform, platform_tags(), "platform"),
+                                 (language, language_tags(), "language")):
         if value is not None and value not in allowed:
             raise KnowledgeError(f"unknown {what} {value!r}; expected one of "
                                  f"{', '.join(a for a in allowed if a != 'any')}")

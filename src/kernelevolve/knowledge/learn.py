@@ -66,11 +66,13 @@ def provenance_from_fingerprint(fingerprint: dict[str, Any],
     """
     fp = fingerprint or {}
     prov: dict[str, Any] = {}
+    from kernelevolve.plugins import library_keys, toolkit_labels
+
     for key, src in (("platform", "platform"), ("device", "device"), ("driver", "driver"),
-                     ("compiler", "cxx"), ("cuda", "cuda"), ("hip", "hip")):
+                     ("compiler", "cxx"), *((k, k) for k in toolkit_labels())):
         if fp.get(src) not in (None, ""):
             prov[key] = str(fp[src])
-    libs = {lib: str(fp[lib]) for lib in ("torch", "triton") if fp.get(lib)}
+    libs = {lib: str(fp[lib]) for lib in ("torch", *library_keys()) if fp.get(lib)}
     if libs:
         prov["libraries"] = libs
     if shapes is not None:

@@ -20,14 +20,28 @@ import yaml
 
 from kernelevolve.errors import KernelevolveError
 
-PLATFORMS = ("cpu", "cuda", "rocm", "any")
-LANGUAGES = ("cpp", "triton", "cuda-cpp", "hip", "python", "any")
+
+
+def platform_tags() -> tuple[str, ...]:
+    """What a note's `platforms:` may say: a registered platform, or any."""
+    from kernelevolve.plugins import platform_names
+
+    return (*platform_names(), "any")
+
+
+def language_tags() -> tuple[str, ...]:
+    """What a note's `languages:` may say: a registered language, or any."""
+    from kernelevolve.plugins import language_names
+
+    return (*language_names(), "any")
+
+
 SOURCES = ("curated", "learned")
 REQUIRED = ("id", "title", "platforms", "languages", "tags", "source", "confidence", "created")
 OPTIONAL = ("provenance", "expires")
 # Provenance values compared against a fingerprint; numbers there are refused because YAML reads
 # an unquoted `torch: 2.10` as the float 2.1, which would silently compare as the wrong version.
-VERSION_KEYS = ("device", "driver", "compiler", "cuda", "hip", "platform")
+VERSION_KEYS = ("device", "driver", "compiler", "platform")  # + the platforms' toolkit keys
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 
 
@@ -154,8 +168,8 @@ def _build(meta: dict, body: str, where: str) -> Note:
     title = meta["title"]
     if not isinstance(title, str) or not title.strip() or "\n" in title.strip():
         raise fault("title must be a non-empty one-line string")
-    platforms = _str_list(meta["platforms"], "platforms", fault, PLATFORMS)
-    languages = _str_list(meta["languages"], "languages", fault, LANGUAGES)
+    platforms = _str_list(meta["platforms"], "platforms", fault, platform_tags())
+    languages = _str_list(meta["languages"], "languages", fault, language_tags())
     tags = [t.lower() for t in _str_list(meta["tags"], "tags", fault, None)]
     source = meta["source"]
     if source not in SOURCES:
@@ -206,7 +220,9 @@ def _provenance(value: Any, fault) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise fault(f"provenance must be a mapping (device, driver, compiler, libraries, "
                     f"shapes), got {value!r}")
-    for key in VERSION_KEYS:
+    from kernelevolve.plugins import toolkit_labels
+
+    for key in (*VERSION_KEYS, *toolkit_labels()):
         if key in value and value[key] is not None and not isinstance(value[key], str):
             raise fault(f"provenance.{key} must be a quoted string, got {value[key]!r}")
     libs = value.get("libraries")

@@ -21,15 +21,15 @@ from typing import Any, Iterable
 
 _HEADING = re.compile(r"^\*\*(.+?)\*\*")
 _WORD = re.compile(r"[a-z0-9_]+")
-# Words that say which language a heading or text is about.
-_LANG_WORDS = {
-    "triton": (r"\btriton\b", r"\btl\.", r"@triton", r"num_warps", r"constexpr"),
-    "cuda-cpp": (r"\bcuda\b", r"__global__", r"threadIdx", r"\bwarps?\b", r"__shfl", r"nvcc",
-                 r"shared memory", r"\bsms?\b"),
-    "hip": (r"\bhip\b", r"\brocm\b", r"\blds\b", r"wavefront"),
-    "cpp": (r"c\+\+", r"\bopenmp\b", r"#pragma omp", r"\bavx", r"g\+\+", r"\bgcc\b",
-            r"ctypes", r"\bcpu\b", r"__restrict__", r"\bsimd\b", r"_mm\d*_"),
-}
+
+
+def _lang_words() -> dict[str, tuple[str, ...]]:
+    """Words that say which language a heading or text is about (each Language's
+    knowledge_patterns)."""
+    from kernelevolve.plugins import languages
+
+    return {lang.name: lang.knowledge_patterns for lang in languages() if lang.knowledge_patterns}
+
 _LOW_PRECISION = re.compile(r"\b(fp16|bf16|fp8|half|low-precision|float16|bfloat16)\b", re.I)
 LOW_DTYPES = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "half"})
 
@@ -63,7 +63,7 @@ def split(note: Any) -> list[Section]:
 
 def _languages_named(text: str) -> dict[str, int]:
     low = text.lower()
-    return {lang: sum(len(re.findall(p, low)) for p in pats) for lang, pats in _LANG_WORDS.items()}
+    return {lang: sum(len(re.findall(p, low)) for p in pats) for lang, pats in _lang_words().items()}
 
 
 def off_target(section: Section, language: str, dtypes: Iterable[str]) -> str | None:

@@ -23,11 +23,13 @@ def staleness(provenance: dict[str, Any], fingerprint: dict[str, Any] | None) ->
         return []
     reasons: list[str] = []
     libs = provenance.get("libraries") or {}
-    for lib in ("torch", "triton"):
+    from kernelevolve.plugins import library_keys, toolkit_labels
+
+    for lib in ("torch", *library_keys()):
         was, now = _version(libs.get(lib), 2), _version(fingerprint.get(lib), 2)
         if was and now and was != now:
             reasons.append(f"measured on {lib} {was}, this is {now}")
-    for key, label in (("cuda", "CUDA"), ("hip", "HIP")):
+    for key, label in toolkit_labels().items():
         was, now = _version(provenance.get(key), 2), _version(fingerprint.get(key), 2)
         if was and now and was != now:
             reasons.append(f"measured with {label} {was}, this is {now}")

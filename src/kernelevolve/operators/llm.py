@@ -18,7 +18,6 @@ from kernelevolve.operators.base import Draft, OperatorFailing, ParentView, Prop
 from kernelevolve.operators.prompt import PromptBuilder
 from kernelevolve.operators.reply import GenerationFailure, parse_reply
 
-DEFAULT_LANGUAGE = {"cpu": "cpp", "cuda": "triton", "rocm": "triton"}
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
 _STOP = {"the", "and", "for", "with", "case", "trial", "output", "reference", "candidate",
          "forward", "return", "self", "torch", "tensor", "import", "class", "def", "model"}

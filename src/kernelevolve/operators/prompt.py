@@ -104,24 +104,36 @@ class PromptBuilder:
 
     # ---- sections ---------------------------------------------------------------------------
     def contract(self) -> str:
-        """The common rules and the target language's own (contract-<language>.md)."""
+        """The common rules and the target language's own (its Language's `contract` text, or
+        the packaged contract-<language>.md)."""
+        from kernelevolve.plugins import get_language
+
         text = template("contract").rstrip()
+        own_text = get_language(self.language).contract.strip()
         own = PROMPTS / f"contract-{self.language}.md"
-        return text + ("\n" + own.read_text().rstrip() if own.is_file() else "")
+        if not own_text and own.is_file():
+            own_text = own.read_text().rstrip()
+        return text + ("\n" + own_text if own_text else "")
 
     def _target(self, ctx: ProposalContext) -> str:
         fp = ctx.fingerprint or {}
         machine = [f"platform `{self.platform}`, write {self.language}"]
+        from kernelevolve.plugins import get_platform, library_keys, toolkit_labels
+
         for key, label in (("device", "device"), ("threads", "threads"), ("cxx", "compiler"),
-                           ("cuda", "CUDA"), ("torch", "torch"), ("triton", "triton")):
+                           *toolkit_labels().items(), ("torch", "torch"),
+                           *((lib, lib) for lib in library_keys())):
             if fp.get(key):
                 machine.append(f"{label}: {fp[key]}")
         if fp.get("cpu_flags"):
             machine.append("CPU flags: " + ", ".join(fp["cpu_flags"]))
         lines = ["## Target", "; ".join(machine)]
         lines += [f"- {line}" for line in machine_lines(fp)]
-        if self.platform == "cpu":
+        plat = get_platform(self.platform)
+        if plat.device == "cpu":  # timed from outside its process (harness/measure.py)
             lines.append(TIMING)
+        if plat.prompt_note:
+            lines.append(plat.prompt_note)
         return "\n".join(lines)
 
     def _problem(self, ctx: ProposalContext) -> str:

@@ -13,7 +13,7 @@ class OperatorDeps:
     """What operator factories may need from the run (the LLM ones need a client)."""
 
     problem_path: str = ""
-    platform: str = "cpu"
+    platform: str = "cpu"  # the default platform's name (config.py has the same default)
     language: str | None = None
     llm_client: Any = None
     knowledge: Any = None
@@ -27,19 +27,20 @@ def _tune(deps: OperatorDeps) -> Operator:
 
 
 def _llm(deps: OperatorDeps) -> Operator:
-    from kernelevolve.operators.llm import DEFAULT_LANGUAGE, LLMOperator
+    from kernelevolve.operators.llm import LLMOperator
     from kernelevolve.operators.prompt import PromptBuilder
+    from kernelevolve.plugins import get_platform
 
     if deps.llm_client is None:
         raise UsageError("--operator llm needs a model: pass --llm PROVIDER:MODEL "
                          "(e.g. openai:gpt-5 or anthropic:claude-sonnet-4-5)")
-    language = deps.language or DEFAULT_LANGUAGE.get(deps.platform, "cpp")
+    language = deps.language or get_platform(deps.platform).default_language
     builder = PromptBuilder(deps.problem_path, deps.platform, language)
     return LLMOperator(deps.llm_client, builder, deps.knowledge, agent=deps.agent)
 
 
 def _synth(deps: OperatorDeps) -> Operator:
-    from kernelevolve.synth.operator import SynthOperator
+    from kernelevolve.operators.synth import SynthOperator
 
     return SynthOperator(deps.problem_path, deps.platform)
 

@@ -1,7 +1,9 @@
 """What a platform must provide: device, languages, worker environment, timer and fingerprint.
 
-A platform is a module `kernelevolve/platforms/<name>.py` defining exactly one `Platform`
-subclass; `platforms.get_platform(name)` finds it by that convention and checks the shape.
+A platform is one `Platform` subclass in one module, registered by name: the built-ins in
+`kernelevolve/plugins.py`, others through the `kernelevolve.platforms` entry-point group;
+`plugins.get_platform(name)` finds it and checks the shape. No module outside `platforms/` and
+`languages/` branches on a platform's name: what varies is an attribute or a method here.
 Driver-side methods run in the trusted process; `setup_worker`, `make_timer` and `fingerprint`
 run inside the sandboxed worker (so they describe the machine that measured).
 """
@@ -28,8 +30,10 @@ class Timer:
 
 class Platform:
     name: str = ""
+    summary: str = ""                   # one line for `kernelevolve targets`
     device: str = "cpu"                 # torch device type the problem's tensors move to
     languages: tuple[str, ...] = ()     # candidate languages this platform evaluates
+    default_language: str = "python"    # what the LLM writes and synth drafts unless told
     measured_languages: tuple[str, ...] = ()  # languages it can also time for real
     interpreted_languages: tuple[str, ...] = ()  # run by an interpreter: longer stage limits
     sandbox_devices: tuple[str, ...] = ()     # device nodes the sandbox must expose
@@ -41,6 +45,13 @@ class Platform:
     # Languages whose compiler runs inside the candidate's own process at first call (Triton's
     # JIT on a GPU, load_inline): those jobs run under the syscall filter's "jit" profile.
     jit_languages: tuple[str, ...] = ()
+    # Fingerprint keys naming this platform's toolkit versions (major version must match for a
+    # registered kernel to be served), with their label in prompts and notes.
+    toolkits: dict[str, str] = {}
+    # torch.profiler activity kinds of the device profile (harness/gpu_profile.py); () none.
+    profile_kinds: tuple[str, ...] = ()
+    # Fixed text for the prompt's target section (e.g. how this platform times), or "".
+    prompt_note: str = ""
 
     # ---- driver side ---------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:
@@ -108,7 +119,6 @@ class Platform:
             "os": f"{_pyplatform.system()} {_pyplatform.release()}",
             "python": _pyplatform.python_version(),
             "torch": torch.__version__,
-            "triton": _triton_version(),
             "cpu_model": _cpu_model(),
             "cpu_flags": _cpu_flags(),
             "cpu_count": os.cpu_count(),
@@ -119,8 +129,6 @@ class Platform:
             "device_count": 1,
             "devices": [_cpu_model()],
             "driver": None,
-            "cuda": None,
-            "hip": None,
         }
         try:
             fp["cxx"] = compiler_version()
@@ -137,15 +145,6 @@ class Platform:
         from kernelevolve.platforms.machine_facts import measure_cpu
 
         return measure_cpu(threads)
-
-
-def _triton_version() -> str | None:
-    try:
-        import triton
-
-        return triton.__version__
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def _cpuinfo_field(name: str) -> str | None:

@@ -27,16 +27,15 @@ class CpuTimer(Timer):
 
 class CpuPlatform(Platform):
     name = "cpu"
+    summary = "this machine's CPU: C++ timed from outside the candidate's process"
     device = "cpu"
     languages = ("cpp", "triton", "python")
+    default_language = "cpp"
     measured_languages = ("cpp", "python")
     interpreted_languages = ("triton",)  # TRITON_INTERPRET=1: ~5000x slower than PyTorch
 
     def worker_env(self, threads: int) -> dict[str, str]:
         return {**super().worker_env(threads), "TRITON_INTERPRET": "1"}
-
-    def preload(self) -> list[str]:
-        return [*super().preload(), "triton"]
 
     def make_timer(self) -> Timer:
         return CpuTimer()

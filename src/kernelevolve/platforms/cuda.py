@@ -39,8 +39,12 @@ class EventTimer(Timer):
 
 class CudaPlatform(Platform):
     name = "cuda"
+    summary = "NVIDIA GPUs: Triton and CUDA C++ timed with device events"
     device = "cuda"
     languages = ("triton", "cuda-cpp", "python")
+    default_language = "triton"
+    toolkits = {"cuda": "CUDA"}
+    profile_kinds = ("cuda",)
     measured_languages = ("triton", "cuda-cpp", "python")
     sandbox_devices = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                        "/dev/nvidia-modeset", *sorted(glob.glob("/dev/nvidia[0-9]*")))
@@ -55,10 +59,6 @@ class CudaPlatform(Platform):
             return ("no CUDA device is visible to torch here (torch "
                     f"{torch.__version__}); use --platform cpu")
         return None
-
-    def preload(self) -> list[str]:
-        # Importing is safe before fork; initialising CUDA is not, and none of these do.
-        return [*super().preload(), "triton", "torch.utils.cpp_extension"]
 
     def setup_worker(self, threads: int) -> None:
         import torch

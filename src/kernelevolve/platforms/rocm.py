@@ -11,8 +11,12 @@ from kernelevolve.platforms.cuda import CudaPlatform, EventTimer, _gpu_propertie
 
 class RocmPlatform(Platform):
     name = "rocm"
+    summary = "AMD GPUs under ROCm: Triton and HIP timed with device events"
     device = "cuda"  # torch's device type for HIP tensors
     languages = ("triton", "hip", "python")
+    default_language = "triton"
+    toolkits = {"hip": "HIP"}
+    profile_kinds = ("cuda",)  # torch.profiler reports HIP kernels as CUDA activity
     measured_languages = ("triton", "hip", "python")
     sandbox_devices = ("/dev/kfd", "/dev/dri", *sorted(glob.glob("/dev/dri/renderD*")))
     filter_profile = "device"
@@ -26,9 +30,6 @@ class RocmPlatform(Platform):
             return ("no ROCm device is visible to torch here (torch "
                     f"{torch.__version__}); use --platform cpu")
         return None
-
-    def preload(self) -> list[str]:
-        return [*super().preload(), "triton", "torch.utils.cpp_extension"]
 
     setup_worker = CudaPlatform.setup_worker
     synchronize = CudaPlatform.synchronize

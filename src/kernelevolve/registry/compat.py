@@ -34,10 +34,12 @@ def mismatch(recorded: dict[str, Any], current: dict[str, Any], language: str) -
     checks = [("platform", recorded.get("platform"), current.get("platform")),
               ("device", recorded.get("device"), current.get("device")),
               ("torch", _minor(recorded.get("torch")), _minor(current.get("torch")))]
-    if language == "triton":
-        checks.append(("triton", _minor(recorded.get("triton")), _minor(current.get("triton"))))
-    for key in ("cuda", "hip"):
-        checks.append((key, _major(recorded.get(key)), _major(current.get(key))))
+    from kernelevolve.plugins import get_language, language_names, toolkit_labels
+
+    libs = get_language(language).libraries if language in language_names() else ()
+    checks += [(lib, _minor(recorded.get(lib)), _minor(current.get(lib))) for lib in libs]
+    checks += [(key, _major(recorded.get(key)), _major(current.get(key)))
+               for key in toolkit_labels()]
     for what, was, now in checks:
         if was != now:
             return f"{what} differs: measured on {was!r}, this machine has {now!r}"
@@ -51,9 +53,9 @@ def mismatch(recorded: dict[str, Any], current: dict[str, Any], language: str) -
 def _current(platform: str) -> dict[str, Any]:
     import torch
 
-    from kernelevolve.platforms import get_platform
+    from kernelevolve.plugins import fingerprint
 
-    return get_platform(platform).fingerprint(threads=torch.get_num_threads())
+    return fingerprint(platform, threads=torch.get_num_threads())
 
 
 def current_fingerprint(platform: str) -> dict[str, Any]:

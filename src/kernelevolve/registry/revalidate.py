@@ -28,9 +28,16 @@ from typing import Any, Callable
 
 from kernelevolve.registry.db import KernelRecord, Registry
 from kernelevolve.registry.loader import verified_bytes
+from kernelevolve.runtime.cpp_cache import LIBRARIES_SUBDIR
 
-HARDWARE_KEYS = ("platform", "device", "cpu_model", "cpu_count", "driver", "cuda", "hip", "torch",
-                 "triton")
+# + the registered platforms' toolkit keys and languages' library keys
+HARDWARE_KEYS = ("platform", "device", "cpu_model", "cpu_count", "driver", "torch")
+
+
+def _hardware_keys() -> tuple[str, ...]:
+    from kernelevolve.plugins import library_keys, toolkit_labels
+
+    return (*HARDWARE_KEYS, *toolkit_labels(), *library_keys())
 
 
 def revalidate(registry: Registry, names: list[str] | None = None, *,
@@ -76,7 +83,8 @@ def revalidate_one(registry: Registry, rec: KernelRecord, *, who: str | None = N
         if any(not lib["same_binary"] and lib["rebuilt"] for lib in compiler):
             # Serving loads the registered binaries, not a rebuild: run the gates on those too.
             old_cache = Path(tmp) / "cache-registered"
-            _seed_cache(registry, rec, result, Path(tmp) / "cache" / "cpp", old_cache / "cpp")
+            _seed_cache(registry, rec, result, Path(tmp) / "cache" / LIBRARIES_SUBDIR,
+                        old_cache / LIBRARIES_SUBDIR)
             old = evaluate(old_cache)
             verdict = _verdict(old)
             for lib in compiler:
@@ -175,7 +183,7 @@ def _old_loads(registry: Registry, lib: dict[str, Any]) -> str:
 
 
 def _hardware_drift(then: dict[str, Any], now: dict[str, Any]) -> dict[str, list[Any]]:
-    diff = {k: [then.get(k), now.get(k)] for k in HARDWARE_KEYS if then.get(k) != now.get(k)}
+    diff = {k: [then.get(k), now.get(k)] for k in _hardware_keys() if then.get(k) != now.get(k)}
     lost = sorted(set(then.get("cpu_flags") or []) - set(now.get("cpu_flags") or []))
     if lost:
         diff["cpu_flags_lost"] = lost

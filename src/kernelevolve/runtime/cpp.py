@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 from kernelevolve import knobs
 from kernelevolve.errors import CppCompileError, NativeLibraryRejected
 from kernelevolve.runtime import launches
-from kernelevolve.runtime.cpp_cache import LibraryCache
+from kernelevolve.runtime.cpp_cache import LIBRARIES_SUBDIR, LibraryCache
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
@@ -91,7 +91,7 @@ def load_cpp(source: str, *, name: str | None = None, flags: Sequence[str] = ())
     if _build_service is not None:
         lib_path = _built_by_service(source, flags, stem)
     else:
-        lib_path = str(build(source, flags, stem, LibraryCache(knobs.cache_dir() / "cpp"))[0])
+        lib_path = str(build(source, flags, stem, LibraryCache(knobs.cache_dir() / LIBRARIES_SUBDIR))[0])
     _loaded.append(lib_path)
     return KernelLibrary(lib_path)
 

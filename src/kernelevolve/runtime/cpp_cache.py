@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+LIBRARIES_SUBDIR = "cpp"  # load_cpp's libraries under the cache folder (KERNELEVOLVE_CACHE_DIR)
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:

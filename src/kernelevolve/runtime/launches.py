@@ -6,10 +6,12 @@ every custom kernel skipped: if the output is still right, the kernels were not 
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 from typing import Iterator
 
-_counts = {"cpp": 0, "triton": 0, "inline": 0}
+# kind -> launches; each language records under its own kinds (Language.launch_kinds)
+_counts: collections.Counter[str] = collections.Counter()
 _suppress = [False]
 
 
@@ -18,7 +20,8 @@ def record(kind: str, n: int = 1) -> None:
 
 
 def launch_counts() -> dict[str, int]:
-    return dict(_counts)
+    """Per kind; a kind nothing recorded reads 0."""
+    return collections.Counter(_counts)
 
 
 def total() -> int:

@@ -27,7 +27,6 @@
     triton_expr.py  Triton spelling of one node (the same tables); triton_math.py: its
                     jit helpers
     emit_triton.py  Triton kernels and their candidate module (triton_mid.py: mid kernels)
-    api.py          synthesize(), explain_problem(); operator.py: SynthOperator (`synth`)
+    api.py          synthesize(), explain_problem() (the `synth` operator is operators/synth.py)
 """
 from kernelevolve.synth.api import explain_problem, synthesize  # noqa: F401
-from kernelevolve.synth.operator import SynthOperator  # noqa: F401

@@ -10,12 +10,18 @@ import hashlib
 import logging
 
 from kernelevolve.operators.base import Draft, ProposalContext
-from kernelevolve.synth.api import synthesize
+from kernelevolve.synth.api import LANGUAGES, synthesize
 from kernelevolve.synth.capture import NotCovered
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LANGUAGES = {"cpu": ["cpp"], "cuda": ["triton"], "rocm": ["triton"]}
+
+def default_languages(platform: str) -> list[str]:
+    """The platform's default language, when the synthesizer writes it; else none."""
+    from kernelevolve.plugins import get_platform
+
+    default = get_platform(platform).default_language
+    return [default] if default in LANGUAGES else []
 
 
 class SynthOperator:
@@ -26,7 +32,7 @@ class SynthOperator:
     def __init__(self, problem_path: str, platform: str, languages: list[str] | None = None):
         self.problem_path = str(problem_path)
         self.platform = platform
-        self.languages = list(languages or DEFAULT_LANGUAGES.get(platform, ["cpp"]))
+        self.languages = list(languages or default_languages(platform))
         self._cache: dict[str, tuple[str, str, str] | None] = {}
         self.not_covered: str | None = None
 
