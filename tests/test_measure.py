@@ -39,13 +39,16 @@ def test_attacks_on_the_clock_and_the_baseline_measure_what_the_kernel_does(eval
               "bad_gc_introspection.py": dict(static_rules=False)}
     # The honest kernel is measured on both sides of each trick: on a loaded machine the round
     # trip grows and pulls a slow kernel's speedup towards 1, and load changes by the minute.
+    # The bound is 3x the honest figure: the smallest inflation these tricks reached before the
+    # fix was 7.3x (1.39x for a 0.19x kernel), while a 2-thread OpenMP kernel beside a busy
+    # CI neighbour has been measured 1.8x apart from itself a minute later.
     before = _speedup(evaluator, CORPUS / "good_softmax_cpp.py")
     for name, layers in tricks.items():
         got = _speedup(evaluator, CORPUS / name, **layers)
         after = _speedup(evaluator, CORPUS / "good_softmax_cpp.py")
         honest = max(before, after)
         assert got < 1.0, f"{name}: {got:.3f}x, a win for a {honest:.3f}x kernel"
-        assert got < 1.6 * honest, f"{name}: {got:.3f}x against the honest {honest:.3f}x"
+        assert got < 3.0 * honest, f"{name}: {got:.3f}x against the honest {honest:.3f}x"
         before = after
 
 
