@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from kernelevolve.cli_errors import BUG_EXIT, _internal_error, _user_errors, err_console  # noqa: F401
 from kernelevolve.errors import KernelevolveError
 from kernelevolve.search.termination import DEFAULT_MAX_EVALS
 
@@ -39,7 +40,6 @@ _plain_arguments()
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings=HELP_SETTINGS, rich_markup_mode=None,
                   help="Agentic kernel optimisation with a harness you can trust.")
-err_console = Console(stderr=True)
 
 
 def _print_version(value: bool) -> None:
@@ -419,46 +419,6 @@ try:
     _register_subapps()
 except ImportError:  # pragma: no cover - the knowledge package ships with kernelevolve
     pass
-
-
-class _user_errors:
-    """Print a user mistake as one line on stderr and exit 2; never a traceback."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc_type is not None and issubclass(exc_type, KernelevolveError):
-            # escaped: a message may hold brackets ("pip install 'kernelevolve[ray]'")
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
-                              soft_wrap=True)
-            raise typer.Exit(getattr(exc, "exit_code", 2))
-        if exc_type is not None and issubclass(exc_type, OSError) and _about_a_path(exc):
-            # a path the user named or owns (missing, unreadable, disk full): theirs to fix
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
-                              soft_wrap=True)
-            raise typer.Exit(2)
-        return False
-
-
-def _about_a_path(exc: OSError) -> bool:
-    return exc.filename is not None and not isinstance(exc, BlockingIOError)
-
-
-BUG_EXIT = 70  # EX_SOFTWARE: never 1, which eval uses for "rejected"
-
-
-def _internal_error(exc: BaseException) -> None:
-    """Anything else that escapes a command is a kernelevolve bug: its traceback, a request
-    for a report, exit 70."""
-    import traceback
-
-    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    err_console.print(f"[bold red]internal error:[/] {escape(type(exc).__name__)} is a bug in "
-                      "kernelevolve, not a problem with your input. Please report it with the "
-                      "traceback above and the output of `kernelevolve version`.",
-                      highlight=False, soft_wrap=True)
-    sys.exit(BUG_EXIT)
 
 
 def _click_exceptions() -> list:

@@ -21,7 +21,7 @@ import typer
 
 
 def _user_errors():
-    from kernelevolve.cli import _user_errors as handler
+    from kernelevolve.cli_errors import user_errors as handler
 
     return handler()
 
@@ -88,7 +88,7 @@ def bench_cmd(
     the shipped ATen-operator probes, each synthesizer draft evaluated once, and the
     operator x platform matrix."""
     from kernelevolve.bench.campaign import Campaign
-    from kernelevolve.cli import err_console
+    from kernelevolve.cli_errors import err_console
 
     with _user_errors():
         draft = bool(suite) if draft is None else draft
@@ -181,7 +181,7 @@ def _problems(paths, suite, patterns, profile, suite_dir, workspace: Path, platf
 def _run(camp: Any, workspace: Path, flags: dict[str, Any], total_time: float | None) -> None:
     from kernelevolve.bench.draft import run_drafts
     from kernelevolve.bench.runner import run_campaign
-    from kernelevolve.cli import err_console
+    from kernelevolve.cli_errors import err_console
 
     total = len(camp.rows)
     drafting = camp.data.get("mode") == "draft"

@@ -35,7 +35,7 @@ LANGUAGE_OPT = typer.Option(None, "--language", metavar="NAME",
 
 
 def _user_errors():
-    from kernelevolve.cli import _user_errors as handler
+    from kernelevolve.cli_errors import user_errors as handler
 
     return handler()
 

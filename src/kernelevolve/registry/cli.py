@@ -30,7 +30,7 @@ WHY_OPT = typer.Option("", "--why", metavar="TEXT", help="Why (kept with the eve
 
 
 def _user_errors():
-    from kernelevolve.cli import _user_errors as handler
+    from kernelevolve.cli_errors import user_errors as handler
 
     return handler()
 
