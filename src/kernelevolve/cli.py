@@ -317,6 +317,29 @@ def synth_cmd(problem: Path = typer.Argument(..., metavar="PROBLEM",
             print(f"wrote {out}")
 
 
+@app.command("targets")
+def targets_cmd(as_json: bool = typer.Option(False, "--json", help="JSON instead of text.")
+                ) -> None:
+    """List the registered platforms and languages: built-in, and from installed plug-ins
+    (entry points kernelevolve.platforms / kernelevolve.languages)."""
+    from kernelevolve.plugins import describe
+
+    with _user_errors():
+        found = describe()
+    if as_json:
+        print(json.dumps(found, indent=2))
+        return
+    print("platforms:")
+    for row in found["platforms"]:
+        what = row.get("error") or (
+            f"{row['summary']} [device {row['device']}; runs {', '.join(row['languages'])}; "
+            f"times {', '.join(row['measured']) or 'none'}; default {row['default_language']}]")
+        print(f"  {row['name']:<10} {what} ({row['source']})")
+    print("languages:")
+    for row in found["languages"]:
+        print(f"  {row['name']:<10} {row.get('error') or row['summary']} ({row['source']})")
+
+
 runs_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                        context_settings=HELP_SETTINGS, rich_markup_mode=None,
                        help="List the runs in the workspace, or delete some (`runs rm`).")

@@ -156,3 +156,36 @@ def preloads(platform: Platform) -> list[str]:
     for name in platform.languages:
         mods += get_language(name).preloads
     return list(dict.fromkeys(mods))
+
+
+def _source(group: str, name: str) -> str:
+    target = _table(group)[name]
+    if isinstance(target, str):
+        return "built-in"
+    dist = getattr(target, "dist", None)
+    return f"entry point {target.value}" + (f" ({dist.name} {dist.version})" if dist else "")
+
+
+def describe() -> dict[str, list[dict[str, Any]]]:
+    """What `kernelevolve targets` prints: every registered platform and language, where it
+    comes from, and what it says of itself (or why it does not load)."""
+    out: dict[str, list[dict[str, Any]]] = {"platforms": [], "languages": []}
+    for name in platform_names():
+        row: dict[str, Any] = {"name": name, "source": _source(PLATFORM_GROUP, name)}
+        try:
+            plat = get_platform(name)
+            row.update(summary=plat.summary, device=plat.device, languages=list(plat.languages),
+                       measured=list(plat.measured_languages),
+                       default_language=plat.default_language)
+        except PlatformError as exc:
+            row["error"] = str(exc)
+        out["platforms"].append(row)
+    for name in language_names():
+        row = {"name": name, "source": _source(LANGUAGE_GROUP, name)}
+        try:
+            lang = get_language(name)
+            row.update(summary=lang.summary, imports=list(lang.imports))
+        except PlatformError as exc:
+            row["error"] = str(exc)
+        out["languages"].append(row)
+    return out

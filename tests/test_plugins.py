@@ -1,0 +1,133 @@
+"""Platforms and languages as plug-ins (issue 17): the registry, and a toy platform and a toy
+language from a package outside kernelevolve (tests/plugins/toy_pkg, found through its
+entry points) driving `kernelevolve eval` and `optimize` end to end, as real subprocesses."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from kernelevolve import plugins
+from kernelevolve.errors import PlatformError
+
+HERE = Path(__file__).resolve().parent
+TOY_PKG = HERE / "plugins" / "toy_pkg"
+TOY_CANDIDATE = HERE / "plugins" / "toy_relu.py"
+RELU = HERE / "problems" / "kb_level1_relu.py"
+SRC = HERE.parent / "src" / "kernelevolve"
+# With the toy package on the path (absolute: the sandboxed worker starts elsewhere).
+TOY_ENV = {"PYTHONPATH": os.pathsep.join(
+    [str(TOY_PKG), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])}
+
+
+def test_builtins_are_registered_and_unknown_names_list_them():
+    assert plugins.platform_names()[:3] == ("cpu", "cuda", "rocm")
+    assert set(plugins.language_names()) >= {"python", "cpp", "triton", "cuda-cpp", "hip"}
+    for name in plugins.platform_names()[:3]:
+        plat = plugins.get_platform(name)
+        assert plat.name == name and plat.default_language in plat.languages
+        assert all(lang in plugins.language_names() for lang in plat.languages)
+    with pytest.raises(PlatformError, match=r"^unknown platform 'npu'; registered platforms: "
+                                            r"cpu, cuda, rocm"):
+        plugins.get_platform("npu")
+    with pytest.raises(PlatformError, match=r"^unknown language 'tlx'; registered languages: "
+                                            r"python, cpp, triton"):
+        plugins.get_language("tlx")
+
+
+@pytest.mark.parametrize("source, platform, expected", [
+    ("import triton\n", "cpu", "triton"),
+    ("from kernelevolve.runtime import load_cpp\nload_cpp('')\n", "cpu", "cpp"),
+    ("from kernelevolve.runtime import load_cpp\nload_cpp('')\n", "cuda", "cpp"),
+    ("from torch.utils.cpp_extension import load_inline\nload_inline()\n", "cuda", "cuda-cpp"),
+    ("from torch.utils.cpp_extension import load_inline\nload_inline()\n", "rocm", "hip"),
+    ("from torch.utils.cpp_extension import load_inline\nload_inline()\n", "cpu", "cuda-cpp"),
+    ("import torch\n", "cuda", "python"),
+])
+def test_each_language_detects_its_own_candidates(source, platform, expected):
+    assert plugins.detect_language(ast.parse(source), platform) == expected
+
+
+def test_targets_lists_builtins_and_the_toy_plugin():
+    bare = run_cli("targets", "--json")
+    assert bare.returncode == 0, bare.stderr
+    names = [p["name"] for p in json.loads(bare.stdout)["platforms"]]
+    assert names == ["cpu", "cuda", "rocm"]  # without the toy package on the path: not there
+    proc = run_cli("targets", env=TOY_ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert "toy " in proc.stdout and "entry point toy_kernelevolve.platform:ToyPlatform" in \
+        proc.stdout
+    assert "toyl " in proc.stdout and "toy-kernelevolve 0.1" in proc.stdout
+
+
+def test_unknown_platform_is_one_line_listing_the_registered_ones():
+    proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "npu", env=TOY_ENV)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: unknown platform 'npu'; registered platforms: cpu, cuda, rocm, toy"]
+
+
+def test_eval_on_the_toy_platform_in_the_toy_language(tmp_path):
+    out = tmp_path / "result.json"
+    proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "toy", "--seed", "1",
+                   "--json", str(out), env=TOY_ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.read_text())
+    assert result["accepted"] and result["language"] == "toyl"
+    assert result["speedup"] is not None  # toy times toyl: a real measurement
+    fp = result["fingerprint"]
+    assert fp["platform"] == "toy" and fp["toy_firmware"] == "1.0" and fp["toykern"] == "0.1"
+    # the toy language's launch counter was read: the candidate launched kernels
+    assert "toy" in json.dumps(result["integrity"])
+
+
+def test_the_toy_language_is_refused_on_a_platform_that_does_not_run_it():
+    proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "cpu", env=TOY_ENV)
+    assert proc.returncode == 1
+    assert "toyl candidates cannot run on the cpu platform" in proc.stdout + proc.stderr
+
+
+def test_optimize_on_the_toy_platform(tmp_path):
+    out = tmp_path / "summary.json"
+    proc = run_cli("optimize", str(RELU), "--seed-candidate", str(TOY_CANDIDATE),
+                   "--platform", "toy", "--operator", "tune", "--max-evals", "3", "--quiet",
+                   "--workspace", str(tmp_path / "ws"), "--json", str(out), env=TOY_ENV)
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # improved / no safe improvement
+    summary = json.loads(out.read_text())
+    assert summary["platform"] == "toy"
+    assert summary["funnel"]["accepted"] == 3
+    assert summary["operators"]["ran"] == {"seed": 1, "tune": 2}  # tune rewrote CHUNKS twice
+
+
+# ---- only platforms/ and languages/ name a vendor or a language ---------------------------------
+NAMES = {"triton", "cpp", "cuda", "cuda-cpp", "rocm", "hip", "nvidia", "amd"}
+# Modules that implement one language (its runtime, its code generator): named after it, they
+# are the language's own code, which its Language class points at.
+IMPLEMENTATIONS = ("runtime/triton_guard.py", "runtime/triton_bounds.py", "runtime/cpp.py",
+                   "runtime/cpp_cache.py", "runtime/inline_guard.py", "synth/")
+# torch API paths that happen to contain a vendor's name (torch.cuda.cudart): not a branch on
+# a platform.
+TORCH_PATHS = {("harness/static_allow.py", "cuda")}
+
+
+def _named(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text())
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value.lower() in NAMES]
+
+
+def test_only_platforms_and_languages_name_a_vendor_or_a_language():
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith(("platforms/", "languages/", "plugins.py")) or \
+                rel.startswith(IMPLEMENTATIONS):
+            continue
+        found += [f"{rel}:{line}: {value!r}" for line, value in _named(path)
+                  if (rel, value) not in TORCH_PATHS]
+    assert not found, "branch on a name outside platforms/ and languages/:\n" + "\n".join(found)
