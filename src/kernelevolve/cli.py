@@ -80,32 +80,44 @@ JSON_LINES_OPT = typer.Option(False, "--json-lines",
                               help="Progress and outcome as one JSON object per line.")
 
 
+# eval_cmd's options
+EVAL_PROBLEM = typer.Argument(..., metavar="PROBLEM",
+                              help="Problem module (KernelBench format).")
+EVAL_CANDIDATE = typer.Argument(..., metavar="CANDIDATE",
+                                help="Candidate module (.py) defining ModelNew.")
+EVAL_PLATFORM = typer.Option("cpu", metavar="NAME", show_default=False,
+                             help="A registered platform; `kernelevolve targets` "
+                                  "lists them (cpu).")
+EVAL_JSON_PATH = typer.Option(None, "--json", metavar="PATH",
+                              help="Write the full result here.")
+EVAL_TRIALS = typer.Option(3, metavar="N", show_default=False,
+                           help="Correctness trials per case, fresh inputs each (3, at least 3).")
+EVAL_SEED = typer.Option(None, metavar="N",
+                         help="Seed for input generation (fresh each time).")
+EVAL_BASELINE = typer.Option("eager", metavar="NAME", show_default=False,
+                             help="eager, or compile to also time torch.compile (eager).")
+EVAL_SANDBOX = typer.Option(None, metavar="MODE",
+                            help="auto, bwrap, unshare or none (auto).")
+EVAL_PROFILE = typer.Option(False, "--profile",
+                            help="Also print each case's profile (CPU time, page faults, "
+                                 "context switches, perf counters), read from outside the "
+                                 "candidate's process; --json always has it.")
+
+
 @app.command("eval")
 def eval_cmd(
-    problem: Path = typer.Argument(..., metavar="PROBLEM",
-                                   help="Problem module (KernelBench format)."),
-    candidate: Path = typer.Argument(..., metavar="CANDIDATE",
-                                     help="Candidate module (.py) defining ModelNew."),
-    platform: str = typer.Option("cpu", metavar="NAME", show_default=False,
-                                 help="A registered platform; `kernelevolve targets` "
-                                      "lists them (cpu)."),
-    json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
-                                             help="Write the full result here."),
-    trials: int = typer.Option(3, metavar="N", show_default=False,
-                               help="Correctness trials per case, fresh inputs each (3, at least 3)."),
-    seed: Optional[int] = typer.Option(None, metavar="N",
-                                       help="Seed for input generation (fresh each time)."),
-    baseline: str = typer.Option("eager", metavar="NAME", show_default=False,
-                                 help="eager, or compile to also time torch.compile (eager)."),
-    sandbox: Optional[str] = typer.Option(None, metavar="MODE",
-                                          help="auto, bwrap, unshare or none (auto)."),
+    problem: Path = EVAL_PROBLEM,
+    candidate: Path = EVAL_CANDIDATE,
+    platform: str = EVAL_PLATFORM,
+    json_path: Optional[Path] = EVAL_JSON_PATH,
+    trials: int = EVAL_TRIALS,
+    seed: Optional[int] = EVAL_SEED,
+    baseline: str = EVAL_BASELINE,
+    sandbox: Optional[str] = EVAL_SANDBOX,
     allow_no_kernel: bool = ALLOW_NO_KERNEL_OPT,
     strict: bool = STRICT_OPT,
     stage_timeout: Optional[float] = STAGE_TIMEOUT_OPT,
-    profile: bool = typer.Option(False, "--profile",
-                                 help="Also print each case's profile (CPU time, page faults, "
-                                      "context switches, perf counters), read from outside the "
-                                      "candidate's process; --json always has it."),
+    profile: bool = EVAL_PROFILE,
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
     from kernelevolve.candidate_file import check_candidate_file
@@ -149,77 +161,107 @@ WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace", metavar="DIR"
                              help="Workspace directory holding runs (./.kernelevolve).")
 
 
+# optimize's options
+OPT_PROBLEM = typer.Argument(..., metavar="PROBLEM",
+                             help="Problem module (KernelBench format).")
+OPT_SEED_CANDIDATE = typer.Option(
+    None, "--seed-candidate", metavar="FILE", help="Starting candidate (repeatable).")
+OPT_CONFIG_FILE = typer.Option(None, "--config", metavar="FILE",
+                               help="Run config file (TOML); flags override it.")
+OPT_PLATFORM = typer.Option(None, metavar="NAME",
+                            help="A registered platform; `kernelevolve targets` "
+                                 "lists them (cpu).")
+OPT_OPERATOR = typer.Option(
+    None, "--operator", metavar="NAME",
+    help="Operator (repeatable): synth, tune, llm (synth and tune; with --llm: llm and "
+         "tune).")
+OPT_POLICY = typer.Option(None, metavar="NAME",
+                          help="Selection policy: ucb, beam, greedy, random (ucb).")
+OPT_MAX_EVALS = typer.Option(None, "--max-evals", metavar="N",
+                             help=f"Evaluation budget ({DEFAULT_MAX_EVALS}).")
+OPT_MAX_TIME = typer.Option(None, "--max-time", metavar="SECONDS",
+                            help="Wall-time budget (none).")
+OPT_MAX_COST = typer.Option(None, "--max-cost", metavar="DOLLARS",
+                            help="LLM budget (none).")
+OPT_MAX_TOKENS = typer.Option(None, "--max-tokens", metavar="N",
+                              help="LLM budget in tokens (none).")
+OPT_TARGET = typer.Option(None, "--target", metavar="SPEEDUP",
+                          help="Stop once this speedup is reached (none).")
+OPT_STOP_AT_SOL = typer.Option(
+    None, "--stop-at-sol", metavar="FRACTION",
+    help="Stop once the best kernel reaches this fraction of the machine's speed of light, "
+         "e.g. 0.6 (none).")
+OPT_BASELINE = typer.Option(
+    None, "--baseline", metavar="NAME",
+    help="What fitness is relative to: eager or compile (torch.compile of the reference, "
+         "timed in every evaluation) (eager).")
+OPT_COMPILE_FIGURES = typer.Option(
+    None, "--compile-figures/--no-compile-figures",
+    help="With --baseline eager and an LLM: time torch.compile once, in the first "
+         "evaluation, for the prompts (on; off saves one inductor compile per case).")
+OPT_WORKERS = typer.Option(None, metavar="N",
+                           help="Evaluation slots: local workers (1), or Ray "
+                                "actors (the cluster's).")
+OPT_EXECUTOR = typer.Option(None, "--executor", metavar="NAME",
+                            help="Where evaluations run: local or ray (local).")
+OPT_RAY_ADDRESS = typer.Option(None, "--ray-address", metavar="HOST:PORT",
+                               help="Ray cluster (a private one on 127.0.0.1).")
+OPT_SEED = typer.Option(None, metavar="N",
+                        help="Seed for the search's random choices (0).")
+OPT_LLM = typer.Option(None, "--llm", metavar="PROVIDER:MODEL",
+                       help="The model, e.g. openai:gpt-5 (none: no LLM).")
+OPT_LLM_BASE_URL = typer.Option(None, "--llm-base-url", metavar="URL",
+                                help="OpenAI-compatible server (vLLM, Ollama...).")
+OPT_LLM_API_KEY_ENV = typer.Option(
+    None, "--llm-api-key-env", metavar="VAR",
+    help="Variable holding the API key (OPENAI_API_KEY or ANTHROPIC_API_KEY).")
+OPT_LLM_MAX_FAILURES = typer.Option(
+    None, "--llm-max-failures", metavar="N",
+    help="Stop the run after this many failed LLM calls in a row (4).")
+OPT_AGENT = typer.Option(False, "--agent",
+                         help="Let the LLM compile, check, time and profile candidates "
+                              "(one case, sandboxed, not counted) before it submits.")
+OPT_AGENT_TURNS = typer.Option(None, "--agent-turns", metavar="N",
+                               help="Model calls per proposal with --agent (6).")
+OPT_LANGUAGE = typer.Option(None, metavar="NAME",
+                            help="Language the LLM writes, one the platform "
+                                 "runs (the platform's default language).")
+OPT_NOTES = typer.Option(None, "--notes", metavar="DIR",
+                         help="Extra folder of knowledge notes (repeatable).")
+OPT_JSON_PATH = typer.Option(None, "--json", metavar="PATH",
+                             help="Write the run summary here.")
+
+
 @app.command("optimize")
 def optimize_cmd(
-    problem: Path = typer.Argument(..., metavar="PROBLEM",
-                                   help="Problem module (KernelBench format)."),
-    seed_candidate: Optional[list[Path]] = typer.Option(
-        None, "--seed-candidate", metavar="FILE", help="Starting candidate (repeatable)."),
-    config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
-                                               help="Run config file (TOML); flags override it."),
-    platform: Optional[str] = typer.Option(None, metavar="NAME",
-                                           help="A registered platform; `kernelevolve targets` "
-                                      "lists them (cpu)."),
-    operator: Optional[list[str]] = typer.Option(
-        None, "--operator", metavar="NAME",
-        help="Operator (repeatable): synth, tune, llm (synth and tune; with --llm: llm and "
-             "tune)."),
-    policy: Optional[str] = typer.Option(None, metavar="NAME",
-                                         help="Selection policy: ucb, beam, greedy, random (ucb)."),
-    max_evals: Optional[int] = typer.Option(None, "--max-evals", metavar="N",
-                                            help=f"Evaluation budget ({DEFAULT_MAX_EVALS})."),
-    max_time: Optional[float] = typer.Option(None, "--max-time", metavar="SECONDS",
-                                             help="Wall-time budget (none)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="DOLLARS",
-                                             help="LLM budget (none)."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", metavar="N",
-                                             help="LLM budget in tokens (none)."),
-    target: Optional[float] = typer.Option(None, "--target", metavar="SPEEDUP",
-                                           help="Stop once this speedup is reached (none)."),
-    stop_at_sol: Optional[float] = typer.Option(
-        None, "--stop-at-sol", metavar="FRACTION",
-        help="Stop once the best kernel reaches this fraction of the machine's speed of light, "
-             "e.g. 0.6 (none)."),
-    baseline: Optional[str] = typer.Option(
-        None, "--baseline", metavar="NAME",
-        help="What fitness is relative to: eager or compile (torch.compile of the reference, "
-             "timed in every evaluation) (eager)."),
-    compile_figures: Optional[bool] = typer.Option(
-        None, "--compile-figures/--no-compile-figures",
-        help="With --baseline eager and an LLM: time torch.compile once, in the first "
-             "evaluation, for the prompts (on; off saves one inductor compile per case)."),
-    workers: Optional[int] = typer.Option(None, metavar="N",
-                                          help="Evaluation slots: local workers (1), or Ray "
-                                               "actors (the cluster's)."),
-    executor: Optional[str] = typer.Option(None, "--executor", metavar="NAME",
-                                           help="Where evaluations run: local or ray (local)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="HOST:PORT",
-                                              help="Ray cluster (a private one on 127.0.0.1)."),
-    seed: Optional[int] = typer.Option(None, metavar="N",
-                                       help="Seed for the search's random choices (0)."),
-    llm: Optional[str] = typer.Option(None, "--llm", metavar="PROVIDER:MODEL",
-                                      help="The model, e.g. openai:gpt-5 (none: no LLM)."),
-    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", metavar="URL",
-                                               help="OpenAI-compatible server (vLLM, Ollama...)."),
-    llm_api_key_env: Optional[str] = typer.Option(
-        None, "--llm-api-key-env", metavar="VAR",
-        help="Variable holding the API key (OPENAI_API_KEY or ANTHROPIC_API_KEY)."),
-    llm_max_failures: Optional[int] = typer.Option(
-        None, "--llm-max-failures", metavar="N",
-        help="Stop the run after this many failed LLM calls in a row (4)."),
-    agent: bool = typer.Option(False, "--agent",
-                               help="Let the LLM compile, check, time and profile candidates "
-                                    "(one case, sandboxed, not counted) before it submits."),
-    agent_turns: Optional[int] = typer.Option(None, "--agent-turns", metavar="N",
-                                              help="Model calls per proposal with --agent (6)."),
-    language: Optional[str] = typer.Option(None, metavar="NAME",
-                                           help="Language the LLM writes, one the platform "
-                                                "runs (the platform's default language)."),
-    notes: Optional[list[Path]] = typer.Option(None, "--notes", metavar="DIR",
-                                               help="Extra folder of knowledge notes (repeatable)."),
+    problem: Path = OPT_PROBLEM,
+    seed_candidate: Optional[list[Path]] = OPT_SEED_CANDIDATE,
+    config_file: Optional[Path] = OPT_CONFIG_FILE,
+    platform: Optional[str] = OPT_PLATFORM,
+    operator: Optional[list[str]] = OPT_OPERATOR,
+    policy: Optional[str] = OPT_POLICY,
+    max_evals: Optional[int] = OPT_MAX_EVALS,
+    max_time: Optional[float] = OPT_MAX_TIME,
+    max_cost: Optional[float] = OPT_MAX_COST,
+    max_tokens: Optional[int] = OPT_MAX_TOKENS,
+    target: Optional[float] = OPT_TARGET,
+    stop_at_sol: Optional[float] = OPT_STOP_AT_SOL,
+    baseline: Optional[str] = OPT_BASELINE,
+    compile_figures: Optional[bool] = OPT_COMPILE_FIGURES,
+    workers: Optional[int] = OPT_WORKERS,
+    executor: Optional[str] = OPT_EXECUTOR,
+    ray_address: Optional[str] = OPT_RAY_ADDRESS,
+    seed: Optional[int] = OPT_SEED,
+    llm: Optional[str] = OPT_LLM,
+    llm_base_url: Optional[str] = OPT_LLM_BASE_URL,
+    llm_api_key_env: Optional[str] = OPT_LLM_API_KEY_ENV,
+    llm_max_failures: Optional[int] = OPT_LLM_MAX_FAILURES,
+    agent: bool = OPT_AGENT,
+    agent_turns: Optional[int] = OPT_AGENT_TURNS,
+    language: Optional[str] = OPT_LANGUAGE,
+    notes: Optional[list[Path]] = OPT_NOTES,
     workspace: Path = WORKSPACE_OPT,
-    json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
-                                             help="Write the run summary here."),
+    json_path: Optional[Path] = OPT_JSON_PATH,
     allow_no_kernel: bool = ALLOW_NO_KERNEL_OPT,
     strict: bool = STRICT_OPT,
     stage_timeout: Optional[float] = STAGE_TIMEOUT_OPT,
@@ -232,26 +274,30 @@ def optimize_cmd(
     improved, 2 bad usage, 3 no safe improvement, 4 nothing to search from, 5 stopped by
     failures, 130 interrupted.
     """
+    flags = _run_flags(dict(locals()))  # the arguments only: nothing else is bound yet
     from kernelevolve.cli_run import execute, view_mode
     from kernelevolve.config import build_config
     from kernelevolve.run import Run
 
     with _user_errors():
-        flags = {"platform": platform, "operators": operator, "policy": policy,
-                 "max_evals": max_evals, "max_time": max_time, "max_cost": max_cost,
-                 "max_tokens": max_tokens, "target": target, "stop_at_sol": stop_at_sol,
-                 "workers": workers, "seed": seed,
-                 "llm": llm, "llm_base_url": llm_base_url, "llm_api_key_env": llm_api_key_env,
-                 "llm_max_failures": llm_max_failures,
-                 "agent": agent or None, "agent_turns": agent_turns,
-                 "language": language, "notes": [str(n) for n in notes or []] or None,
-                 "allow_no_kernel": allow_no_kernel or None, "strict": strict or None,
-                 "executor": executor, "ray_address": ray_address,
-                 "stage_timeout": stage_timeout, "baseline": baseline,
-                 "compile_figures": compile_figures}
         config = build_config(config_file, flags)
         run = Run.create(problem, config, seeds=list(seed_candidate or []), workspace=workspace)
         execute(run, json_path, view=view_mode(quiet, json_lines))
+
+
+_NOT_FLAGS = ("problem", "seed_candidate", "config_file", "workspace", "json_path", "quiet",
+              "json_lines")
+
+
+def _run_flags(given: dict) -> dict:
+    """optimize's arguments as config flags (None: not given, so the config file's or the
+    default applies)."""
+    flags = {k: v for k, v in given.items() if k not in _NOT_FLAGS}
+    flags["operators"] = flags.pop("operator")
+    flags["notes"] = [str(n) for n in flags["notes"] or []] or None
+    for switch in ("agent", "allow_no_kernel", "strict"):  # off means "not given"
+        flags[switch] = flags[switch] or None
+    return flags
 
 
 @app.command("resume")

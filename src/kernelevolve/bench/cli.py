@@ -26,107 +26,150 @@ def _user_errors():
     return handler()
 
 
+# bench_cmd's options
+BENCH_PATHS = typer.Argument(None, metavar="PATH",
+                             help="Problem files, or folders of them.")
+BENCH_SUITE = typer.Option(None, "--suite", metavar="NAME",
+                           help="A shipped suite instead of PATHs: aten.")
+BENCH_PROBES = typer.Option(None, "--probes", metavar="PATTERN",
+                            help="With --suite: only probes whose name or "
+                                 "operator matches (globs, comma-separated).")
+BENCH_PROFILE = typer.Option(None, "--profile", metavar="SIZE",
+                             help="With --suite: small, medium or large shapes "
+                                  "(small for an interpreted language, medium on cpu, "
+                                  "large on devices).")
+BENCH_SUITE_DIR = typer.Option(None, "--suite-dir", metavar="DIR",
+                               help="With --suite: where the problems are "
+                                    "written (WORKSPACE/suites/aten-SIZE).")
+BENCH_LANGUAGE = typer.Option(None, "--language", metavar="LANG",
+                              help="The draft's language, one the synthesizer "
+                                   "writes (the platform's default language).")
+BENCH_DRAFT = typer.Option(None, "--draft/--search",
+                           help="Evaluate the synthesizer's draft once per "
+                                "problem, or optimize each (default: --draft "
+                                "with --suite, --search without).")
+BENCH_NAME = typer.Option(None, "--name", metavar="NAME",
+                          help="Campaign name (derived from the problem list); "
+                               "the same name resumes it.")
+BENCH_WORKSPACE = typer.Option(Path(".kernelevolve"), "--workspace", metavar="DIR",
+                               show_default=False, help="Workspace (./.kernelevolve).")
+BENCH_MAX_EVALS = typer.Option(6, "--max-evals", metavar="N",
+                               help="Evaluations per problem (6).")
+BENCH_MAX_TIME = typer.Option(None, "--max-time", metavar="SECONDS",
+                              help="Search time per problem (none).")
+BENCH_TOTAL_TIME = typer.Option(None, "--total-time", metavar="SECONDS",
+                                help="Stop starting problems after this long "
+                                     "(none); the rest stay pending.")
+BENCH_OPERATOR = typer.Option(None, "--operator", metavar="NAME",
+                              help="Operators, as for optimize (synth, "
+                                   "tune; with --llm: llm, tune).")
+BENCH_PLATFORM = typer.Option(None, "--platform", metavar="NAME",
+                              help="A registered platform, see `kernelevolve "
+                                   "targets` (cpu).")
+BENCH_WORKERS = typer.Option(None, "--workers", metavar="N",
+                             help="Evaluation slots per problem (1).")
+BENCH_EXECUTOR = typer.Option(None, "--executor", metavar="NAME",
+                              help="local or ray (local).")
+BENCH_RAY_ADDRESS = typer.Option(None, "--ray-address", metavar="HOST:PORT")
+BENCH_LLM = typer.Option(None, "--llm", metavar="PROVIDER:MODEL",
+                         help="The model (none: the built-in synthesizer).")
+BENCH_LLM_BASE_URL = typer.Option(None, "--llm-base-url", metavar="URL")
+BENCH_LLM_API_KEY_ENV = typer.Option(None, "--llm-api-key-env", metavar="VAR")
+BENCH_COMPILE_BASELINE = typer.Option(
+    None, "--compile/--no-compile", help="Time torch.compile once per problem, for fast_p "
+                                         "over it (one inductor compile per case; on with --search, off with --draft).")
+BENCH_JSON_PATH = typer.Option(None, "--json", metavar="PATH",
+                               help="Also write the rows and figures here.")
+BENCH_HTML_PATH = typer.Option(None, "--html", metavar="PATH",
+                               help="Also write the HTML report here.")
+
+
 def bench_cmd(
-    paths: Optional[list[Path]] = typer.Argument(None, metavar="PATH",
-                                                 help="Problem files, or folders of them."),
-    suite: Optional[str] = typer.Option(None, "--suite", metavar="NAME",
-                                        help="A shipped suite instead of PATHs: aten."),
-    probes: Optional[list[str]] = typer.Option(None, "--probes", metavar="PATTERN",
-                                               help="With --suite: only probes whose name or "
-                                                    "operator matches (globs, comma-separated)."),
-    profile: Optional[str] = typer.Option(None, "--profile", metavar="SIZE",
-                                          help="With --suite: small, medium or large shapes "
-                                               "(small for an interpreted language, medium on cpu, "
-                                               "large on devices)."),
-    suite_dir: Optional[Path] = typer.Option(None, "--suite-dir", metavar="DIR",
-                                             help="With --suite: where the problems are "
-                                                  "written (WORKSPACE/suites/aten-SIZE)."),
-    language: Optional[str] = typer.Option(None, "--language", metavar="LANG",
-                                           help="The draft's language, one the synthesizer "
-                                                "writes (the platform's default language)."),
-    draft: Optional[bool] = typer.Option(None, "--draft/--search",
-                                         help="Evaluate the synthesizer's draft once per "
-                                              "problem, or optimize each (default: --draft "
-                                              "with --suite, --search without)."),
-    name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
-                                       help="Campaign name (derived from the problem list); "
-                                            "the same name resumes it."),
-    workspace: Path = typer.Option(Path(".kernelevolve"), "--workspace", metavar="DIR",
-                                   show_default=False, help="Workspace (./.kernelevolve)."),
-    max_evals: int = typer.Option(6, "--max-evals", metavar="N",
-                                  help="Evaluations per problem (6)."),
-    max_time: Optional[float] = typer.Option(None, "--max-time", metavar="SECONDS",
-                                             help="Search time per problem (none)."),
-    total_time: Optional[float] = typer.Option(None, "--total-time", metavar="SECONDS",
-                                               help="Stop starting problems after this long "
-                                                    "(none); the rest stay pending."),
-    operator: Optional[list[str]] = typer.Option(None, "--operator", metavar="NAME",
-                                                 help="Operators, as for optimize (synth, "
-                                                      "tune; with --llm: llm, tune)."),
-    platform: Optional[str] = typer.Option(None, "--platform", metavar="NAME",
-                                           help="A registered platform, see `kernelevolve "
-                                                "targets` (cpu)."),
-    workers: Optional[int] = typer.Option(None, "--workers", metavar="N",
-                                          help="Evaluation slots per problem (1)."),
-    executor: Optional[str] = typer.Option(None, "--executor", metavar="NAME",
-                                           help="local or ray (local)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="HOST:PORT"),
-    llm: Optional[str] = typer.Option(None, "--llm", metavar="PROVIDER:MODEL",
-                                      help="The model (none: the built-in synthesizer)."),
-    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", metavar="URL"),
-    llm_api_key_env: Optional[str] = typer.Option(None, "--llm-api-key-env", metavar="VAR"),
-    compile_baseline: Optional[bool] = typer.Option(
-        None, "--compile/--no-compile", help="Time torch.compile once per problem, for fast_p "
-        "over it (one inductor compile per case; on with --search, off with --draft)."),
-    json_path: Optional[Path] = typer.Option(None, "--json", metavar="PATH",
-                                             help="Also write the rows and figures here."),
-    html_path: Optional[Path] = typer.Option(None, "--html", metavar="PATH",
-                                             help="Also write the HTML report here."),
+    paths: Optional[list[Path]] = BENCH_PATHS,
+    suite: Optional[str] = BENCH_SUITE,
+    probes: Optional[list[str]] = BENCH_PROBES,
+    profile: Optional[str] = BENCH_PROFILE,
+    suite_dir: Optional[Path] = BENCH_SUITE_DIR,
+    language: Optional[str] = BENCH_LANGUAGE,
+    draft: Optional[bool] = BENCH_DRAFT,
+    name: Optional[str] = BENCH_NAME,
+    workspace: Path = BENCH_WORKSPACE,
+    max_evals: int = BENCH_MAX_EVALS,
+    max_time: Optional[float] = BENCH_MAX_TIME,
+    total_time: Optional[float] = BENCH_TOTAL_TIME,
+    operator: Optional[list[str]] = BENCH_OPERATOR,
+    platform: Optional[str] = BENCH_PLATFORM,
+    workers: Optional[int] = BENCH_WORKERS,
+    executor: Optional[str] = BENCH_EXECUTOR,
+    ray_address: Optional[str] = BENCH_RAY_ADDRESS,
+    llm: Optional[str] = BENCH_LLM,
+    llm_base_url: Optional[str] = BENCH_LLM_BASE_URL,
+    llm_api_key_env: Optional[str] = BENCH_LLM_API_KEY_ENV,
+    compile_baseline: Optional[bool] = BENCH_COMPILE_BASELINE,
+    json_path: Optional[Path] = BENCH_JSON_PATH,
+    html_path: Optional[Path] = BENCH_HTML_PATH,
 ) -> None:
     """Optimize every problem of a folder in turn (resumable), then report fast_p over eager
     and over torch.compile, the correctness rate and the search cost. With --suite aten:
     the shipped ATen-operator probes, each synthesizer draft evaluated once, and the
     operator x platform matrix."""
-    from kernelevolve.bench.campaign import Campaign
-    from kernelevolve.cli_errors import err_console
+    given = dict(locals())  # the arguments only: nothing else is bound yet
+    from kernelevolve.config import build_config
 
     with _user_errors():
         draft = bool(suite) if draft is None else draft
-        flags: dict[str, Any] = {
-            "max_evals": max_evals, "max_time": max_time, "operators": operator,
-            "platform": platform, "workers": workers, "executor": executor,
-            "ray_address": ray_address, "llm": llm, "llm_base_url": llm_base_url,
-            "llm_api_key_env": llm_api_key_env}
-        timed = (not draft) if compile_baseline is None else compile_baseline
-        flags.update(time_compile=timed, compile_figures=timed)
-        flags = {k: v for k, v in flags.items() if v is not None}
-        from kernelevolve.config import build_config
-
+        flags = _bench_flags(given, draft)
         cfg = build_config(None, flags)  # a bad flag is one line now, not at the first problem
         language = _language(language, cfg.platform, draft)
         problems, meta, default = _problems(paths, suite, probes, profile, suite_dir,
                                             Path(workspace), cfg.platform, language, draft)
-        camp, resumed = Campaign.open(Path(workspace), name or default, problems, flags)
-        if resumed:
-            flags = camp.data["settings"]
-            done = sum(1 for r in camp.rows if r["status"] in ("done", "skipped", "failed"))
-            err_console.print(f"resuming bench {camp.name}: {done} of {len(camp.rows)} "
-                              "problems finished", highlight=False)
-        else:
-            camp.data.update(mode="draft" if draft else "search", language=language)
-            if meta:
-                camp.data["suite"] = {k: v for k, v in meta.items() if k != "ops"}
-                for row in camp.rows:
-                    row["op"] = meta["ops"].get(row["problem"])
-            camp.save()
+        camp, flags = _open_campaign(Path(workspace), name or default, problems, flags,
+                                     {"mode": "draft" if draft else "search",
+                                      "language": language}, meta)
         _run(camp, Path(workspace), flags, total_time)
         _report(camp, Path(workspace), json_path, html_path)
 
 
+_BENCH_FLAGS = ("max_evals", "max_time", "platform", "workers", "executor", "ray_address", "llm",
+                "llm_base_url", "llm_api_key_env")
+
+
+def _bench_flags(given: dict[str, Any], draft: bool) -> dict[str, Any]:
+    """The run settings every problem's search gets (None: not given)."""
+    flags = {k: given[k] for k in _BENCH_FLAGS}
+    flags["operators"] = given["operator"]
+    compile_baseline = given["compile_baseline"]
+    timed = (not draft) if compile_baseline is None else compile_baseline
+    flags.update(time_compile=timed, compile_figures=timed)
+    return {k: v for k, v in flags.items() if v is not None}
+
+
+def _open_campaign(workspace: Path, name: str, problems: list[Path], flags: dict[str, Any],
+                   data: dict[str, Any], meta: dict[str, Any] | None) -> tuple[Any, dict]:
+    """(campaign, its settings): a new one with `data` and the suite's metadata, or the
+    stored one of that name resumed with its own settings."""
+    from kernelevolve.bench.campaign import Campaign
+    from kernelevolve.cli_errors import err_console
+
+    camp, resumed = Campaign.open(workspace, name, problems, flags)
+    if resumed:
+        done = sum(1 for r in camp.rows if r["status"] in ("done", "skipped", "failed"))
+        err_console.print(f"resuming bench {camp.name}: {done} of {len(camp.rows)} "
+                          "problems finished", highlight=False)
+        return camp, camp.data["settings"]
+    camp.data.update(data)
+    if meta:
+        camp.data["suite"] = {k: v for k, v in meta.items() if k != "ops"}
+        for row in camp.rows:
+            row["op"] = meta["ops"].get(row["problem"])
+    camp.save()
+    return camp, flags
+
+
 def _language(language: Optional[str], platform: str, draft: bool) -> str:
     from kernelevolve.errors import UsageError
-    from kernelevolve.synth.api import LANGUAGES
     from kernelevolve.plugins import get_platform
+    from kernelevolve.synth.api import LANGUAGES
 
     default = get_platform(platform).default_language
     if language is None:

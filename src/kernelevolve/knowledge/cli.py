@@ -29,9 +29,10 @@ WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace", metavar="DIR"
                              show_default=False,
                              help="Workspace whose knowledge/ folders are searched too "
                                   "(./.kernelevolve).")
-PLATFORM_OPT = typer.Option(None, "--platform", metavar="NAME", help="Only notes for cpu, cuda or rocm.")
+PLATFORM_OPT = typer.Option(None, "--platform", metavar="NAME",
+                            help="Only notes for this platform (`kernelevolve targets` lists them).")
 LANGUAGE_OPT = typer.Option(None, "--language", metavar="NAME",
-                            help="Only notes for cpp, triton, cuda-cpp, hip or python.")
+                            help="Only notes for this language (`kernelevolve targets` lists them).")
 
 
 def _user_errors():
