@@ -42,13 +42,10 @@ def worker_threads() -> int | None:
 
 # The environment a worker (and so candidate code) gets is built from these names only, so a
 # secret under any name (DATABASE_URL, SENTRY_DSN, *_PASS, ...) never reaches it. The harness adds
-# its own settings (threads, OMP_WAIT_POLICY, TRITON_INTERPRET, TMPDIR, HOME) on top.
+# its own settings (threads, OMP_WAIT_POLICY, TMPDIR, HOME) on top. Each registered platform and
+# language adds the names its toolchain reads (Platform.env_names, Language.env_names).
 WORKER_ENV_NAMES = (
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH",
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_MODULE_LOADING",
-    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES", "ROCM_PATH", "HIP_PATH", "HSA_OVERRIDE_GFX_VERSION",
-    "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "TRITON_INTERPRET",
 )
 WORKER_ENV_PREFIXES = ("LC_",)
 

@@ -142,6 +142,13 @@ def fingerprint(platform: str, threads: int) -> dict[str, Any]:
     return fp
 
 
+def worker_env_names() -> tuple[str, ...]:
+    """What every registered platform and language passes from the user's environment."""
+    names = [n for plat in platforms() for n in plat.env_names]
+    names += [n for lang in languages() for n in lang.env_names]
+    return tuple(dict.fromkeys(names))
+
+
 def cache_env(platform: Platform) -> dict[str, str]:
     """Compiler cache variables of the platform's languages -> subfolder name."""
     out: dict[str, str] = {}

@@ -45,7 +45,9 @@ def worker_env(extra: dict[str, str] | None = None, base: dict[str, str] | None 
     that looks like a secret or is in `also_drop` (an API-key variable), plus `extra`.
     Returns it and how many variables of `base` were left out."""
     base = dict(os.environ if base is None else base)
-    names = set(knobs.WORKER_ENV_NAMES) | set(knobs.worker_env_extra())
+    from kernelevolve.plugins import worker_env_names
+
+    names = set(knobs.WORKER_ENV_NAMES) | set(knobs.worker_env_extra()) | set(worker_env_names())
     env = {k: v for k, v in base.items()
            if (k in names or k.startswith(knobs.WORKER_ENV_PREFIXES))
            and not is_sensitive(k) and k not in also_drop}

@@ -32,6 +32,7 @@ class Language:
     # whose compiler runs inside the candidate's process (the syscall filter's "jit" profile).
     cache_env: dict[str, str] = {}
     preloads: tuple[str, ...] = ()       # modules the worker server imports before forking
+    env_names: tuple[str, ...] = ()      # variables of the user's environment workers get
     # Fingerprint keys of libraries whose minor version decides whether a kernel measured
     # before still holds (registry compatibility, note staleness, resume).
     libraries: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ class TritonLanguage(Language):
     launch_kinds = ("triton",)
     cache_env = {"TRITON_CACHE_DIR": "triton"}
     preloads = ("triton",)
+    env_names = ("TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "TRITON_INTERPRET")
     libraries = ("triton",)
     knowledge_patterns = (r"\btriton\b", r"\btl\.", r"@triton", r"num_warps", r"constexpr")
 

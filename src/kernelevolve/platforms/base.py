@@ -50,6 +50,8 @@ class Platform:
     toolkits: dict[str, str] = {}
     # torch.profiler activity kinds of the device profile (harness/gpu_profile.py); () none.
     profile_kinds: tuple[str, ...] = ()
+    # Variables of the user's environment its workers get (device selection, toolkit paths).
+    env_names: tuple[str, ...] = ()
     # Fixed text for the prompt's target section (e.g. how this platform times), or "".
     prompt_note: str = ""
 

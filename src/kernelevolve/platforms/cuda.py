@@ -44,6 +44,8 @@ class CudaPlatform(Platform):
     languages = ("triton", "cuda-cpp", "python")
     default_language = "triton"
     toolkits = {"cuda": "CUDA"}
+    env_names = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH",
+                 "CUDA_MODULE_LOADING", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
     profile_kinds = ("cuda",)
     measured_languages = ("triton", "cuda-cpp", "python")
     sandbox_devices = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",

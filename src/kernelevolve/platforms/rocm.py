@@ -16,6 +16,8 @@ class RocmPlatform(Platform):
     languages = ("triton", "hip", "python")
     default_language = "triton"
     toolkits = {"hip": "HIP"}
+    env_names = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ROCM_PATH", "HIP_PATH",
+                 "HSA_OVERRIDE_GFX_VERSION")
     profile_kinds = ("cuda",)  # torch.profiler reports HIP kernels as CUDA activity
     measured_languages = ("triton", "hip", "python")
     sandbox_devices = ("/dev/kfd", "/dev/dri", *sorted(glob.glob("/dev/dri/renderD*")))
