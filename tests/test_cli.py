@@ -155,7 +155,7 @@ def test_version():
 
 
 COMMANDS = ("", "eval", "optimize", "resume", "runs", "runs rm", "show", "best", "report",
-            "synth", "version", "kb", "kb list", "kb search", "kb show", "kb add", "kb validate")
+            "synth", "targets", "version", "kb", "kb list", "kb search", "kb show", "kb add", "kb validate")
 
 
 def test_help_reads_as_values_not_python_types():

@@ -131,3 +131,26 @@ def test_only_platforms_and_languages_name_a_vendor_or_a_language():
         found += [f"{rel}:{line}: {value!r}" for line, value in _named(path)
                   if (rel, value) not in TORCH_PATHS]
     assert not found, "branch on a name outside platforms/ and languages/:\n" + "\n".join(found)
+
+
+def test_a_broken_plugin_is_named_not_a_traceback(tmp_path):
+    info = tmp_path / "broken_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[kernelevolve.platforms]\n"
+                                           "npu = no_such_module.platform:NpuPlatform\n"
+                                           "[kernelevolve.languages]\n"
+                                           "cpp = no_such_module.language:Cpp\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), *TOY_ENV["PYTHONPATH"].split(
+        os.pathsep)[1:]])}
+    listed = run_cli("targets", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)["platforms"]}
+    assert "ModuleNotFoundError" in rows["npu"]["error"]
+    langs = {r["name"]: r for r in json.loads(listed.stdout)["languages"]}
+    assert langs["cpp"]["source"] == "built-in"  # a plug-in cannot replace a built-in
+    proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "npu", env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: platform 'npu' (no_such_module.platform:NpuPlatform) failed to load: "
+        "ModuleNotFoundError: No module named 'no_such_module'"]
