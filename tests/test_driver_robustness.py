@@ -18,7 +18,7 @@ from kernelevolve.harness.build_service import BuildService
 from kernelevolve.harness.outcome import JobOutcome
 from kernelevolve.harness.pool import Limits
 from kernelevolve.harness.worker import Worker
-from kernelevolve.platforms import get_platform
+from kernelevolve.plugins import get_platform
 
 HOSTILE_SERVER = r'''
 import json, os, random, socket, struct, sys, time
