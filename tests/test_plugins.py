@@ -154,3 +154,42 @@ def test_a_broken_plugin_is_named_not_a_traceback(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "error: platform 'npu' (no_such_module.platform:NpuPlatform) failed to load: "
         "ModuleNotFoundError: No module named 'no_such_module'"]
+
+
+PROBE = """
+import ast, json, sys
+from kernelevolve.operators.prompt import PromptBuilder
+from kernelevolve.harness.static_rules import find_violations
+from kernelevolve.knowledge.notes import language_tags, platform_tags
+from kernelevolve.plugins import get_platform
+src = "import toykern\\n"
+print(json.dumps({
+    "contract": PromptBuilder(sys.argv[1], "toy", "toyl").contract(),
+    "violations": find_violations(ast.parse(src), src, "c.py"),
+    "tags": [platform_tags(), language_tags()],
+    "env": get_platform("toy").worker_env(1).get("OMP_NUM_THREADS"),
+}))
+"""
+
+
+def test_the_toy_language_reaches_the_prompt_the_allow_list_and_the_notes():
+    import subprocess
+    import sys
+
+    def probe(env):
+        out = subprocess.run([sys.executable, "-c", PROBE, str(RELU)], capture_output=True,
+                             text=True, env={**os.environ, **env}, timeout=120)
+        return out
+
+    got = probe(TOY_ENV)
+    assert got.returncode == 0, got.stderr
+    data = json.loads(got.stdout)
+    assert "`toykern.relu(x, chunks=N)`" in data["contract"]
+    assert "## Candidate contract" in data["contract"]  # the common rules come first
+    assert data["violations"] == []                     # toykern is on the allow-list
+    assert "toy" in data["tags"][0] and "toyl" in data["tags"][1]
+    assert data["env"] == "1"
+    bare = probe({})  # without the plug-in there is no toyl language
+    assert bare.returncode != 0
+    assert "unknown language 'toyl'; registered languages: python, cpp, triton, cuda-cpp, " \
+        "hip" in bare.stderr

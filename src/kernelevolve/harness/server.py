@@ -106,6 +106,9 @@ def serve(fd_socket: int) -> None:
         except Exception as exc:  # noqa: BLE001 - an optional module; record why it is missing
             loaded[mod] = f"{type(exc).__name__}: {exc}"
     import kernelevolve.harness.jobs  # noqa: F401  (imports what every child needs, once)
+    from kernelevolve import plugins
+
+    plugins.platforms(), plugins.languages()  # the registry, read once: children inherit it
 
     driver.send(_ready_facts(loaded, pid_namespace, subreaper))
     while True:
