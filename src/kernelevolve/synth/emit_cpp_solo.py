@@ -109,28 +109,37 @@ def _arg_mid(k: SoloKernel) -> list[str]:
             "}", "}"]
 
 
+def _fold(k: SoloKernel, x: str) -> tuple[str, str, str]:
+    """(operator, starting value, the element as folded) of a sum, product, any or all."""
+    sym, init = {"sum": ("+", "0"), "prod": ("*", "1"), "any": ("|", "0"),
+                 "all": ("&", "1")}[k.op]
+    if k.op in ("any", "all"):          # a NaN is nonzero, so true, as in torch
+        return sym, init, f"(uint8_t)({x} != 0)"
+    return sym, init, f"({CTYPES[k.acc]}){x}"
+
+
 def _reduce_row(k: SoloKernel) -> list[str]:
-    acc, sym = CTYPES[k.acc], "+" if k.op == "sum" else "*"
-    init = "0" if k.op == "sum" else "1"
+    acc = CTYPES[k.acc]
+    sym, init, v = _fold(k, "xr[f]")
     return ["for (int64_t o = 0; o < outer; ++o) {",
             f"    const {CTYPES[k.in_dtype]}* xr = x + o * n;",
             f"    {acc} a = {init};",
             f"    #pragma omp simd reduction({sym}:a)",
-            f"    for (int64_t f = 0; f < n; ++f) a {sym}= ({acc})xr[f];",
+            f"    for (int64_t f = 0; f < n; ++f) a {sym}= {v};",
             f"    out[o] = ({CTYPES[k.out_dtype]})a;",
             "}"]
 
 
 def _reduce_mid(k: SoloKernel) -> list[str]:
-    acc, sym = CTYPES[k.acc], "+" if k.op == "sum" else "*"
-    init = "0" if k.op == "sum" else "1"
+    acc = CTYPES[k.acc]
+    sym, init, v = _fold(k, "xr[c]")
     return [*_block_head(),
             f"    {acc} a[MID_BLOCK];",
             f"    for (int64_t c = 0; c < w; ++c) a[c] = {init};",
             "    for (int64_t f = 0; f < n; ++f) {",
             f"        const {CTYPES[k.in_dtype]}* xr = x + base + f * inner;",
             "        #pragma omp simd",
-            f"        for (int64_t c = 0; c < w; ++c) a[c] {sym}= ({acc})xr[c];",
+            f"        for (int64_t c = 0; c < w; ++c) a[c] {sym}= {v};",
             "    }",
             "    for (int64_t c = 0; c < w; ++c) "
             f"out[o * inner + c0 + c] = ({CTYPES[k.out_dtype]})a[c];",

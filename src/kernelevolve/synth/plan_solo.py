@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from kernelevolve.synth.capture import Graph, Ref, Value
 
-REDUCE_OPS = {"argmax": "argmax", "argmin": "argmin", "prod": "prod", "sum": "sum"}
+REDUCE_OPS = {"argmax": "argmax", "argmin": "argmin", "prod": "prod", "sum": "sum",
+              "any": "any", "all": "all"}
 SCAN_OPS = {"cumsum": "sum", "cumprod": "prod", "logcumsumexp": "logsumexp",
             "cummax": "max", "cummin": "min"}
 INTS = ("int64", "int32", "bool")
@@ -30,7 +31,8 @@ FLOATS = ("float32",)
 class SoloKernel:
     name: str
     kind: str                 # "reduce" or "scan"
-    op: str                   # reduce: argmax argmin prod sum; scan: sum prod logsumexp max min
+    op: str                   # reduce: argmax argmin prod sum any all;
+                              # scan: sum prod logsumexp max min
     source: str               # the value read
     out: str                  # the value written (a (values, indices) tuple for cummax)
     in_dtype: str
@@ -44,6 +46,8 @@ class SoloKernel:
     def acc(self) -> str:
         """The accumulator's type: int64 for integer inputs, double for float sums and
         products (torch's CPU kernels accumulate these in double too), else the input's."""
+        if self.op in ("any", "all"):
+            return "bool"
         if self.in_dtype in INTS:
             return "int64"
         if self.op in ("sum", "prod", "logsumexp"):
@@ -111,6 +115,8 @@ def _reduce(v: Value, g: Graph, name: str) -> SoloKernel | None:
     if op == "sum" and (src.dtype not in INTS or v.dtype != "int64"):
         return None                       # float sums fuse (plan_row / plan_mid)
     if op == "prod" and (src.dtype not in FLOATS or v.dtype != "float32"):
+        return None
+    if op in ("any", "all") and v.dtype != "bool":
         return None
     if kw.get("dtype") is not None:
         return None
