@@ -74,7 +74,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
                      f"[ctypes.c_int64] * {ints}{flag}")
         lines.append(f"_lib.{w.k.name}.restype = None")
     for k in p.solos:
-        lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {3 if k.indices else 2} + "
+        ptrs = 2 + k.indices + (k.values is not None)
+        lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + "
                      "[ctypes.c_int64] * 3")
         lines.append(f"_lib.{k.name}.restype = None")
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]

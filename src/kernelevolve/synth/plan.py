@@ -23,7 +23,7 @@ from kernelevolve.synth.fold import fold_constants
 from kernelevolve.synth.ops import normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
-from kernelevolve.synth.plan_solo import SoloKernel, solo_of
+from kernelevolve.synth.plan_solo import SoloKernel, pair_values, solo_of
 from kernelevolve.synth.schedule import schedule
 
 __all__ = ["KInput", "KNode", "KOutput", "Kernel", "Layout", "LoopKind", "NodeKind", "Plan",
@@ -155,6 +155,8 @@ def _plan(graphs, g: Graph, norm, torch_views: frozenset[str]) -> Plan:
         for n in names:
             kernel_of[n] = k
     steps, kept, solos = _steps(graphs, g, last_of, kernel_of)
+    pair_values(steps, kernels, g)
+    solos = [item for kind, item in steps if kind == "solo"]
     if not kernels and not solos:
         ops = sorted({g.values[n].op for n in kept}) or ["nothing"]
         raise NotCovered("no fusable op: " + ", ".join(ops) + " stay(s) in torch "

@@ -15,7 +15,7 @@ the last index of a tie or NaN, as torch's CPU kernel does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernelevolve.synth.capture import Graph, Ref, Value
 
@@ -41,6 +41,7 @@ class SoloKernel:
     keepdim: bool
     shape: tuple[int, ...]    # the input's case-0 shape
     indices: bool = False     # cummax / cummin: also write int64 indices
+    values: str | None = None  # argmax / argmin: also write the extreme to this value
 
     @property
     def acc(self) -> str:
@@ -58,7 +59,8 @@ class SoloKernel:
     def label(self) -> str:
         where = "everything" if self.dim is None else f"dim {self.dim}"
         what = {"reduce": "reduction", "scan": "scan"}[self.kind]
-        return f"{self.op} {what} over {where}"
+        both = " (and the values)" if self.values is not None else ""
+        return f"{self.op} {what} over {where}{both}"
 
 
 def solo_of(v: Value, g: Graph, name: str) -> SoloKernel | None:
@@ -123,3 +125,35 @@ def _reduce(v: Value, g: Graph, name: str) -> SoloKernel | None:
     return SoloKernel(name, "reduce", op, src.name, v.name, src.dtype, v.dtype,
                       None if dim is None else dim % len(src.shape), keep, tuple(src.shape))
 
+
+
+def pair_values(steps: list, kernels: list, g: Graph) -> None:
+    """torch.max(x, dim) decomposes into amax and argmax of the same x: when a kernel computes
+    nothing but that amax (or amin) and writes only it, the argmax's solo kernel writes the
+    value too, at the kernel's place, and the kernel goes (one read of x instead of two)."""
+    for i, (kind, s) in enumerate(list(steps)):
+        if kind != "solo" or s.op not in ("argmax", "argmin"):
+            continue
+        want = {"argmax": "amax", "argmin": "amin"}[s.op]
+        for j, (kind2, k) in enumerate(steps):
+            if kind2 != "kernel" or not _only_reduce(k, g, want, s):
+                continue
+            steps[j] = ("solo", replace(s, values=k.outputs[0].name))
+            steps.remove((kind, s))
+            kernels.remove(k)
+            break
+
+
+def _only_reduce(k, g: Graph, op: str, s: SoloKernel) -> bool:
+    """Kernel `k` is one `op` of `s`'s source over `s`'s dim (keepdim alike), written alone."""
+    real = [n for n in k.nodes if n.kind != "view"]
+    if len(real) != 1 or len(k.outputs) != 1 or k.outputs[0].name != real[0].name:
+        return False
+    v = g.values[real[0].name]
+    if v.op != op or not v.args or v.args[0] != Ref(s.source) or s.dim is None:
+        return False
+    dims = v.args[1] if len(v.args) > 1 else ()
+    keep = bool(v.args[2]) if len(v.args) > 2 else False
+    nd = len(s.shape)
+    return (len(dims) == 1 and dims[0] % nd == s.dim and keep == s.keepdim
+            and v.dtype == s.in_dtype)

@@ -31,6 +31,10 @@ def solo_setup(k: SoloKernel, g: Graph, ref) -> tuple[list[str], str, list[str]]
     out = f"{k.name}_out"
     lines.append(f"{out} = torch.empty({shape}, dtype={dtype}, device={x}.device)")
     outs = [out]
+    if k.values is not None:
+        lines.append(f"{var(g, k.values, ref)} = torch.empty({shape}, dtype=torch.{k.in_dtype}, "
+                     f"device={x}.device)")
+        outs.append(var(g, k.values, ref))
     if k.indices:
         lines.append(f"{k.name}_idx = torch.empty({shape}, dtype=torch.int64, device={x}.device)")
         outs.append(f"{k.name}_idx")

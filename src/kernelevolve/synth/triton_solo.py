@@ -52,7 +52,7 @@ def _acc(k: SoloKernel) -> str:
 
 
 def _head(k: SoloKernel) -> list[str]:
-    extra = ["idx"] if k.indices else []
+    extra = (["idx"] if k.indices else []) + (["vals"] if k.values is not None else [])
     return ["@triton.jit",
             f"def {k.name}(x, out, {''.join(e + ', ' for e in extra)}outer, n, inner, "
             "BN: tl.constexpr, BI: tl.constexpr):",
@@ -90,7 +90,9 @@ def _arg(k: SoloKernel) -> list[str]:
             "        a = tl.where(take, v, a)",
             "        ai = tl.where(take, f + ai * 0, ai)",
             f"    rv, ri = tl.reduce((a, ai), 0, _ke_{k.op})",
-            "    tl.store(out + o * inner + cc, ri, mask=cc < inner)"]
+            "    tl.store(out + o * inner + cc, ri, mask=cc < inner)",
+            *(["    tl.store(vals + o * inner + cc, rv, mask=cc < inner)"]
+              if k.values is not None else [])]
 
 
 def _reduce(k: SoloKernel) -> list[str]:
