@@ -39,6 +39,8 @@ def write(k: SoloKernel) -> str:
     rows = "outer > 1"
     if k.kind == "reduce" and k.op in ("argmax", "argmin"):
         row, mid = _arg_row(k), _arg_mid(k)
+    elif k.kind == "reduce" and k.op in ("max", "min"):
+        row, mid = _extreme_row(k), _extreme_mid(k)
     elif k.kind == "reduce":
         row, mid = _reduce_row(k), _reduce_mid(k)
     else:
@@ -83,6 +85,42 @@ def _arg_row(k: SoloKernel) -> list[str]:
             "    out[o] = best;",
             *(["    vals[o] = xr[best];"] if k.values is not None else []),
             "}"]
+
+
+def _extreme_row(k: SoloKernel) -> list[str]:
+    """torch.max(x): a vectorised max with a NaN flag; any NaN makes the result NaN."""
+    t = CTYPES[k.in_dtype]
+    gt = ">" if k.op == "max" else "<"
+    return ["for (int64_t o = 0; o < outer; ++o) {",
+            f"    const {t}* xr = x + o * n;",
+            f"    {t} m = xr[0];",
+            "    int nan = 0;",
+            f"    #pragma omp simd reduction({k.op}:m) reduction(|:nan)",
+            "    for (int64_t f = 0; f < n; ++f) {",
+            f"        const {t} v = xr[f];",
+            f"        m = v {gt} m ? v : m;",
+            "        nan |= (v != v);",
+            "    }",
+            f"    out[o] = nan ? ({t})NAN : m;",
+            "}"]
+
+
+def _extreme_mid(k: SoloKernel) -> list[str]:
+    t = CTYPES[k.in_dtype]
+    gt = ">" if k.op == "max" else "<"
+    return [*_block_head(),
+            f"    {t} a[MID_BLOCK];",
+            "    for (int64_t c = 0; c < w; ++c) a[c] = x[base + c];",
+            "    for (int64_t f = 1; f < n; ++f) {",
+            f"        const {t}* xr = x + base + f * inner;",
+            "        #pragma omp simd",
+            "        for (int64_t c = 0; c < w; ++c) {",
+            f"            const {t} v = xr[c];",
+            f"            a[c] = ((v {gt} a[c]) | (v != v)) ? v : a[c];",
+            "        }",
+            "    }",
+            "    for (int64_t c = 0; c < w; ++c) out[o * inner + c0 + c] = a[c];",
+            "}", "}"]
 
 
 def _block_head() -> list[str]:

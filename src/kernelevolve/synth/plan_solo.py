@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from kernelevolve.synth.capture import Graph, Ref, Value
 
 REDUCE_OPS = {"argmax": "argmax", "argmin": "argmin", "prod": "prod", "sum": "sum",
-              "any": "any", "all": "all"}
+              "any": "any", "all": "all", "max": "max", "min": "min"}
 SCAN_OPS = {"cumsum": "sum", "cumprod": "prod", "logcumsumexp": "logsumexp",
             "cummax": "max", "cummin": "min"}
 INTS = ("int64", "int32", "bool")
@@ -31,7 +31,7 @@ FLOATS = ("float32",)
 class SoloKernel:
     name: str
     kind: str                 # "reduce" or "scan"
-    op: str                   # reduce: argmax argmin prod sum any all;
+    op: str                   # reduce: argmax argmin prod sum any all max min;
                               # scan: sum prod logsumexp max min
     source: str               # the value read
     out: str                  # the value written (a (values, indices) tuple for cummax)
@@ -120,6 +120,8 @@ def _reduce(v: Value, g: Graph, name: str) -> SoloKernel | None:
         return None
     if op in ("any", "all") and v.dtype != "bool":
         return None
+    if op in ("max", "min") and (dim is not None or src.dtype not in FLOATS):
+        return None                       # torch.max(x): over a dim it is amax and argmax
     if kw.get("dtype") is not None:
         return None
     return SoloKernel(name, "reduce", op, src.name, v.name, src.dtype, v.dtype,

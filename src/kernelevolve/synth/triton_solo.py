@@ -33,6 +33,10 @@ for _op, _cmp in (("argmax", ">"), ("argmin", "<")):
         "    an = av != av", "    bn = bv != bv",
         f"    take = (bv {_cmp} av) | (bn & ~an) | (((bv == av) | (bn & an)) & (bi < ai))",
         "    return tl.where(take, bv, av), tl.where(take, bi, ai)"]
+for _op, _cmp in (("max", ">"), ("min", "<")):
+    HELPERS[f"_ke_nan{_op}"] = [
+        "@triton.jit", f"def _ke_nan{_op}(a, b):",
+        f"    return tl.where((b {_cmp} a) | (b != b), b, a)"]
 for _op, _cmp in (("cummax", ">="), ("cummin", "<=")):
     HELPERS[f"_ke_{_op}"] = [
         "@triton.jit", f"def _ke_{_op}(av, ai, bv, bi):",
@@ -48,6 +52,8 @@ def helpers_used(solos: list[SoloKernel]) -> list[str]:
 def _acc(k: SoloKernel) -> str:
     if k.op in ("any", "all"):
         return "tl.int32"
+    if k.op in ("max", "min"):
+        return TL[k.in_dtype]
     return "tl.int64" if k.acc == "int64" else "tl.float32"
 
 
@@ -102,6 +108,8 @@ def _reduce(k: SoloKernel) -> list[str]:
         "prod": ("1", "a * v", "tl.reduce(a, 0, _ke_mul)"),
         "any": ("0", "tl.maximum(a, (v != 0).to(tl.int32))", "tl.max(a, 0) > 0"),
         "all": ("1", "tl.minimum(a, (v != 0).to(tl.int32))", "tl.min(a, 0) > 0"),
+        "max": ("float('-inf')", "_ke_nanmax(a, v)", "tl.reduce(a, 0, _ke_nanmax)"),
+        "min": ("float('inf')", "_ke_nanmin(a, v)", "tl.reduce(a, 0, _ke_nanmin)"),
     }[k.op]
     conv = "" if k.op in ("any", "all") else f".to({acc})"
     return [f"    a = tl.full([BN, BI], {pad}, {acc})",
