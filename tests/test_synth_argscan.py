@@ -179,3 +179,15 @@ def test_float_cumsum_in_another_dtype_stays_uncovered(tmp_path):
     path = _problem(tmp_path, "cumsum(x, dim=1, dtype=torch.float64)", "floats")
     with pytest.raises(NotCovered):
         synthesize(str(path), "cpp")
+
+
+def test_max_over_a_dim_is_one_kernel_writing_values_and_indices(tmp_path):
+    """torch.max(x, dim) decomposes into amax and argmax; the argmax's solo kernel writes the
+    values as well and no amax kernel is left (x is read once)."""
+    from kernelevolve.synth.plan import plan
+    from kernelevolve.synth.capture import capture
+
+    p = plan(capture(str(_problem(tmp_path, "max(x, dim=1)", "floats"))))
+    assert not p.kernels and len(p.solos) == 1
+    assert p.solos[0].op == "argmax" and p.solos[0].values is not None
+    assert "(and the values)" in explain_problem(str(tmp_path / "problem.py"))
