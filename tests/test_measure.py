@@ -39,13 +39,16 @@ def test_attacks_on_the_clock_and_the_baseline_measure_what_the_kernel_does(eval
               "bad_gc_introspection.py": dict(static_rules=False)}
     # The honest kernel is measured on both sides of each trick: on a loaded machine the round
     # trip grows and pulls a slow kernel's speedup towards 1, and load changes by the minute.
+    # The bound is 3x the honest figure: the smallest inflation these tricks reached before the
+    # fix was 7.3x (1.39x for a 0.19x kernel), while a 2-thread OpenMP kernel beside a busy
+    # CI neighbour has been measured 1.8x apart from itself a minute later.
     before = _speedup(evaluator, CORPUS / "good_softmax_cpp.py")
     for name, layers in tricks.items():
         got = _speedup(evaluator, CORPUS / name, **layers)
         after = _speedup(evaluator, CORPUS / "good_softmax_cpp.py")
         honest = max(before, after)
         assert got < 1.0, f"{name}: {got:.3f}x, a win for a {honest:.3f}x kernel"
-        assert got < 1.6 * honest, f"{name}: {got:.3f}x against the honest {honest:.3f}x"
+        assert got < 3.0 * honest, f"{name}: {got:.3f}x against the honest {honest:.3f}x"
         before = after
 
 
@@ -201,3 +204,21 @@ def test_zeros_are_the_truth_when_the_reference_is_noise(evaluator, write):
     true result is zero (and the corpus's bad_zeros, on 1e-5 * tanh(x), is still rejected)."""
     result = evaluator.evaluate(PROBLEMS / "rounding_noise.py", write("zeros.py", ZEROS))
     assert "norm is" not in result.reason, result.reason  # the anti-zeros check stood aside
+
+
+def test_the_device_protocol_runs_on_cpu_too(evaluator):
+    """On GPUs the candidate is timed in its own process (harness/measure_inprocess.py); CI has
+    no GPU, so the same job runs here on CPU: a real speedup, the torch.compile baseline timed
+    beside it, and a result cache keyed by tensor version (48x for a 0.3x kernel when the
+    timed input sets rotated unchanged) measured at the speed of the work it does."""
+    opts = replace(evaluator.options, measurement="inprocess")
+    honest = evaluator.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py",
+                                options=replace(opts, baseline="compile"))
+    assert honest.accepted, honest.reason
+    assert honest.speedup is not None and 0.05 < honest.speedup < 20
+    assert honest.compile_speedup is not None and honest.compile_speedup > 0
+    assert honest.integrity["profile_unavailable"].startswith("in-process timing")
+    cached = evaluator.evaluate(example("softmax"), CORPUS / "bad_cache_version.py",
+                                options=opts)
+    if cached.accepted:
+        assert cached.speedup < 3.0 * honest.speedup, cached.reason

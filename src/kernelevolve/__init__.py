@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelevolve.search.termination import DEFAULT_MAX_EVALS
 
-__version__ = "0.1.0"
+from kernelevolve.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from kernelevolve.run import Run

@@ -76,7 +76,7 @@ class EvalActor:
 
     def ready(self) -> dict[str, Any]:
         """The node, its fingerprint (measured inside the sandboxed worker) and our version."""
-        from kernelevolve import __version__
+        from kernelevolve.version import __version__
 
         return {"node": self.node, "fingerprint": self.pool.fingerprint(),
                 "version": __version__}

@@ -84,7 +84,7 @@ class RayExecutor:
         slots = [_Slot(remote.remote(self.spec), i) for i in range(plan.count)]
         refs = {slot.handle.ready.remote(): slot for slot in slots}
         done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=self.ready_timeout_s)
-        from kernelevolve import __version__
+        from kernelevolve.version import __version__
 
         failures = []
         for ref in done:

@@ -140,11 +140,9 @@ def plan(mode: str, layout: Layout, devices: list[str]) -> SandboxPlan:
 
 def python_paths() -> list[str]:
     """What the interpreter needs to import the harness and torch, whatever is hidden."""
-    import kernelevolve
-
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix,
              os.path.dirname(os.path.realpath(sys.executable)),
-             str(Path(kernelevolve.__file__).resolve().parents[1])]
+             str(Path(__file__).resolve().parents[2])]
     paths += [p for p in sys.path if p and os.path.exists(p)]
     return _outermost(os.path.realpath(p) for p in paths)
 

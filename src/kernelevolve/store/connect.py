@@ -131,6 +131,6 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
 
 
 def _version() -> str:
-    from kernelevolve import __version__
+    from kernelevolve.version import __version__
 
     return __version__

@@ -1,0 +1,2 @@
+"""The package version, in a leaf module so any layer can read it without importing the root."""
+__version__ = "0.1.0"
