@@ -61,3 +61,15 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "kernelevolve.cli", *args], capture_output=True,
                           text=True, cwd=cwd, env=full_env, timeout=timeout)
+
+
+# The fast tier (`python3 -m pytest -q -m "not slow"`, the edit-test loop) leaves out what takes
+# seconds: every test that evaluates through the sandboxed worker pool is slow by that fact, and
+# the others are marked where they are (real CLI runs, searches, compiles of many kernels).
+HEAVY_FIXTURES = {"evaluator"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -1,6 +1,7 @@
 """The import structure, checked: every module imports on its own (no import cycle that only
 order hides), no module-level cycle, and every import follows the layer order declared in
-docs/ARCHITECTURE.md (a package imports only from its own layer or the ones below)."""
+docs/ARCHITECTURE.md (a package imports only from its own layer or the ones below), and no
+function is 60 lines long or longer."""
 from __future__ import annotations
 
 import ast
@@ -202,3 +203,17 @@ def test_every_module_imports_on_its_own():
                           capture_output=True, text=True, timeout=60 + 5 * len(names))
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {}
+
+
+LONGEST = 60  # lines, decorators excluded: a function this long is doing more than one thing
+
+
+def test_no_function_reaches_the_length_limit():
+    long = []
+    for module, path in module_files().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines >= LONGEST:
+                    long.append(f"{module}.{node.name}: {lines} lines")
+    assert not long, f"split these below {LONGEST} lines:\n" + "\n".join(sorted(long))

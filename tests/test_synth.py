@@ -86,8 +86,8 @@ def test_coverage_report_names_fused_and_kept_ops():
 
 
 def test_unsupported_problem_is_explained_and_operator_returns_nothing():
-    problem = str(PROBLEMS / "synth_cumsum.py")
-    assert explain_problem(problem).startswith("not covered: no fusable op: cumsum")
+    problem = str(PROBLEMS / "synth_flip.py")
+    assert explain_problem(problem).startswith("not covered: no fusable op: flip")
     with pytest.raises(NotCovered):
         synthesize(problem)
     op = SynthOperator(problem, "cpu")
@@ -97,12 +97,12 @@ def test_unsupported_problem_is_explained_and_operator_returns_nothing():
 def test_optimize_on_an_uncovered_problem_says_why_and_what_to_do(tmp_path):
     from conftest import run_cli
 
-    proc = run_cli("optimize", str(PROBLEMS / "synth_cumsum.py"), "--workspace",
+    proc = run_cli("optimize", str(PROBLEMS / "synth_flip.py"), "--workspace",
                    str(tmp_path / "ws"), "--max-evals", "2", timeout=300)
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == 4, out  # nothing to search from
     assert "no safe improvement" in out
-    assert "the synthesizer: no fusable op: cumsum" in out
+    assert "the synthesizer: no fusable op: flip" in out
     assert "--seed-candidate FILE or configure an LLM" in out
 
 

@@ -36,22 +36,12 @@ def execute(run, json_path: Optional[Path], force: bool = False,
              ray_address: Optional[str] = None, view: str = "auto") -> None:
     from kernelevolve import exit_codes
     from kernelevolve.errors import ExecutorError
-    from kernelevolve.report.summary import failure_line, measurement_notes
+    from kernelevolve.report.summary import run_summary
 
     console = Console()
     if not console.is_terminal:
         console.soft_wrap = True  # a log keeps whole lines: no 80-column hard wraps
-    drafting = {"synth", "llm"} & set(run.config.operators)
-    if not run.store.nodes(run.id)[1:]:
-        if drafting:
-            rest = [op for op in run.config.operators if op not in drafting]
-            err_console.print(f"no seed candidate: drafting from the reference with "
-                              f"{' and '.join(sorted(drafting))}"
-                              + (f", then {', '.join(rest)}" if rest else ""))
-        else:
-            err_console.print("[yellow]note:[/] no seed candidate and no drafting operator "
-                              "(synth, llm): the search has nothing to start from. Pass "
-                              "--seed-candidate FILE.")
+    _say_how_it_starts(run)
     hint = f"kernelevolve resume {run.id}" + (
         "" if run.workspace == Path(".kernelevolve") else f" --workspace {run.workspace}")
     previous = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C
@@ -73,17 +63,38 @@ def execute(run, json_path: Optional[Path], force: bool = False,
         raise typer.Exit(exit_codes.FAILED)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    from kernelevolve.report.summary import run_summary
-
     summary = run_summary(run)
     if view == "json":
         print(json.dumps({"event": "outcome", **(run.outcome or {}),
                           "exit_code": exit_codes.for_outcome(outcome),
                           "best_kernel": str(run.best_path()) if run.best_path() else None,
                           "llm_failures": summary.get("llm_failures")}, default=str))
-        if json_path:
-            json_path.write_text(json.dumps(summary, indent=2, default=str))
-        raise typer.Exit(exit_codes.for_outcome(outcome))
+    else:
+        _print_outcome(run, outcome, summary, console)
+    if json_path:
+        json_path.write_text(json.dumps(summary, indent=2, default=str))
+    raise typer.Exit(exit_codes.for_outcome(outcome))
+
+
+def _say_how_it_starts(run) -> None:
+    """Without a seed, say which operator drafts the first candidate (or that none can)."""
+    if run.store.nodes(run.id)[1:]:
+        return
+    drafting = {"synth", "llm"} & set(run.config.operators)
+    if drafting:
+        rest = [op for op in run.config.operators if op not in drafting]
+        err_console.print(f"no seed candidate: drafting from the reference with "
+                          f"{' and '.join(sorted(drafting))}"
+                          + (f", then {', '.join(rest)}" if rest else ""))
+    else:
+        err_console.print("[yellow]note:[/] no seed candidate and no drafting operator "
+                          "(synth, llm): the search has nothing to start from. Pass "
+                          "--seed-candidate FILE.")
+
+
+def _print_outcome(run, outcome: dict, summary: dict, console: Console) -> None:
+    from kernelevolve.report.summary import failure_line, measurement_notes
+
     style = {"improved": "bold green", "stopped_by_failures": "bold red"}.get(
         outcome["kind"], "bold yellow")
     console.print(f"[{style}]{escape(outcome['message'])}[/]", soft_wrap=True)
@@ -101,9 +112,6 @@ def execute(run, json_path: Optional[Path], force: bool = False,
     elif outcome.get("node_id") is not None:
         node = run.workspace / "runs" / run.id / "nodes" / f"node{outcome['node_id']}.py"
         console.print(f"best candidate, not a safe improvement: {node}", soft_wrap=True)
-    if json_path:
-        json_path.write_text(json.dumps(summary, indent=2, default=str))
-    raise typer.Exit(exit_codes.for_outcome(outcome))
 
 
 def _terminate(signum, frame) -> None:

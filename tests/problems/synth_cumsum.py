@@ -1,4 +1,4 @@
-"""A cumulative sum: not covered by the synthesizer (it stays in torch)."""
+"""A cumulative sum (a solo scan kernel of the synthesizer)."""
 import torch
 import torch.nn as nn
 

@@ -189,6 +189,38 @@ class _Run:
                               "there as asked (a partial evaluation, not a verdict)" + detail)
 
     def execute(self, source: str) -> None:
+        if not self._static(source):
+            return
+        if self.opts.stop_after != "load":
+            self.say("reference outputs")
+            self.reference = self._reference()
+        check = self._check()
+        if check is None:
+            return
+        cases = check.result["cases"]
+        self.say("correctness")
+        if not self._correct(cases, "outputs", self.seeds, 0, record=True):
+            return
+        self.say("integrity")
+        if not self._integrity(cases):
+            return
+        if self.opts.stop_after == "integrity":
+            return self.stop("integrity")
+        if not [c for c in self.cases if not c.held_out]:
+            return self.stop("integrity", " (held-out cases are checked, never timed)")
+        if not self.ev.platform.measures(self.result.language):
+            return self._accept_untimed()
+        self.say("timing")
+        timed = self._measure()
+        if timed is None:
+            return
+        score(self.result, timed)
+        speedup = self.result.speedup
+        if speedup is not None and speedup > self.opts.integrity.recheck_speedup:
+            self._recheck(timed)
+
+    def _static(self, source: str) -> bool:
+        """The static gate, and whether the candidate's compile profile can be confined here."""
         ev, result = self.ev, self.result
         self.say("static gate")
         report = check_static(source, self.cand.name, ev.platform.name, ev.platform.languages,
@@ -199,19 +231,23 @@ class _Run:
         self.interpreted = report.language in ev.platform.interpreted_languages
         result.sandbox = replace(ev.pool.sandbox_facts, filter_profile=self.profile)
         if not report.ok:
-            return self.reject("static", report.reason)
+            self.reject("static", report.reason)
+            return False
         if self.profile == "jit" and not result.sandbox.landlock_abi and self.opts.syscall_filter:
-            return self.reject("load", "this candidate compiles inside its own process ("
-                               + ("it calls torch.compile" if report.compiles_in_process else
-                                  f"{report.language} on {ev.platform.name}") + "), which the "
-                               "harness allows only where Landlock (Linux 5.13+) can confine the "
-                               "compiler's writes to the job's folder; this kernel has none")
-        if self.opts.stop_after != "load":
-            self.say("reference outputs")
-            self.reference = self._reference()
+            self.reject("load", "this candidate compiles inside its own process ("
+                        + ("it calls torch.compile" if report.compiles_in_process else
+                           f"{report.language} on {ev.platform.name}") + "), which the "
+                        "harness allows only where Landlock (Linux 5.13+) can confine the "
+                        "compiler's writes to the job's folder; this kernel has none")
+            return False
+        return True
+
+    def _check(self):
+        """The check job: the candidate's outputs, or None once it has been rejected or stopped."""
+        result = self.result
         self.say("candidate outputs")
-        check = ev.pool.run("check", {**self._params(self.cases), "seeds": self.seeds,
-                                      "neuter_seeds": self.neuter_seeds})
+        check = self.ev.pool.run("check", {**self._params(self.cases), "seeds": self.seeds,
+                                           "neuter_seeds": self.neuter_seeds})
         self._keep_logs("check", check)
         # What the candidate loaded, from the driver's own build log (not the job's report).
         result.libraries = list(dict.fromkeys(s["path"] for s in check.services
@@ -228,32 +264,16 @@ class _Run:
             return self.reject(stage, reason)
         if self.opts.stop_after == "load":
             return self.stop("load")
-        cases = check.result["cases"]
-        self.say("correctness")
-        if not self._correct(cases, "outputs", self.seeds, 0, record=True):
-            return
-        self.say("integrity")
-        if not self._integrity(cases):
-            return
-        if self.opts.stop_after == "integrity":
-            return self.stop("integrity")
-        if not [c for c in self.cases if not c.held_out]:
-            return self.stop("integrity", " (held-out cases are checked, never timed)")
-        if not ev.platform.measures(result.language):
-            result.accepted, result.stage, result.measured = True, "accepted", False
-            result.speedup, result.fitness = None, None
-            result.reason = (f"accepted: correct on {len(self.cases)} case(s) x "
-                             f"{self.opts.trials} trials; not timed, since the "
-                             f"{ev.platform.name} platform cannot time {result.language} "
-                             "candidates for real (Triton runs in the interpreter on CPU)")
-            return
-        self.say("timing")
-        timed = self._measure()
-        if timed is None:
-            return
-        score(self.result, timed)
-        if result.speedup is not None and result.speedup > self.opts.integrity.recheck_speedup:
-            self._recheck(timed)
+        return check
+
+    def _accept_untimed(self) -> None:
+        result = self.result
+        result.accepted, result.stage, result.measured = True, "accepted", False
+        result.speedup, result.fitness = None, None
+        result.reason = (f"accepted: correct on {len(self.cases)} case(s) x "
+                         f"{self.opts.trials} trials; not timed, since the "
+                         f"{self.ev.platform.name} platform cannot time {result.language} "
+                         "candidates for real (Triton runs in the interpreter on CPU)")
 
     # ---- gates ---------------------------------------------------------------------------------
     def _reference(self) -> dict[str, Any]:

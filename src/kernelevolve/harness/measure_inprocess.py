@@ -52,14 +52,7 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     compiled, compile_error = {}, None
     if req.get("baseline") == "compile":
         progress.stage("compile")
-        try:
-            for case in session.cases:
-                fn = torch.compile(refs[case.name])
-                with torch.no_grad():
-                    fn(*sets[case.name][0])  # compiles now, outside the timed region
-                compiled[case.name] = fn
-        except Exception as exc:  # noqa: BLE001 - the baseline's failure is not the candidate's
-            compiled, compile_error = {}, f"torch.compile failed: {type(exc).__name__}: {exc}"
+        compiled, compile_error = _compile_baselines(session, refs, sets)
     warm_thread_pools(req.get("helpers", {}))
     snapshot = Snapshot(session.module, models=list(refs.values()) + list(compiled.values()))
     snapshot.threads = native_threads()
@@ -80,30 +73,65 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
         started = clock()
         try:
             with torch.no_grad():
-                samples = interleaved(fns, sets[case.name], timer, policy)
+                samples = interleaved(fns, sets[case.name], timer, policy,
+                                      _fresh_each_rep(session, case, req))
         except Exception as exc:  # noqa: BLE001
             raise JobFailure("timing", f"while timing case {case.name!r}:\n"
                              + format_exception(exc, path), case=case.name) from None
         loop_s = clock() - started
         _guard(snapshot, f"while timing case {case.name!r}")
         progress.stage("run")
-        # Re-check on fresh values written INTO the tensors that were just timed: a cache
-        # keyed by tensor identity, pointer or shape now returns a stale result and fails.
-        outputs = []
-        for trial, values in enumerate(fresh[case.name]):
-            timed = sets[case.name][trial % len(sets[case.name])]
-            _refill(timed, values)
-            outputs.append(_run_candidate(cands[case.name], timed, case, trial, path,
-                                          session.platform))
         result[case.name] = {"ref_ms": samples[0], "cand_ms": samples[1],
                              "compile_ms": samples[2] if len(samples) > 2 else None,
-                             "loop_s": loop_s, "outputs": outputs,
-                             "digests": [digest(x) for x in fresh[case.name]],
-                             "profile_unavailable": INPROCESS_NO_PROFILE}
+                             "loop_s": loop_s, "profile_unavailable": INPROCESS_NO_PROFILE,
+                             **_recheck_on_timed(session, case, cands[case.name], sets, fresh,
+                                                 path)}
         if session.platform.device != "cpu" and device_profile_on():
             result[case.name]["profile"] = _device_profiles(
                 session.platform, fns, sets[case.name][0])
     return {"ok": True, "cases": result, "compile_error": compile_error}
+
+
+def _fresh_each_rep(session: Session, case, req: dict[str, Any]):
+    """New values in the timed tensors before every repetition (outside the timed region): a
+    result cache keyed by tensor version, pointer or content then never hits while timed, so
+    the candidate is timed doing the work (bad_cache_version reached 48x for a 0.3x kernel
+    when three input sets rotated unchanged). A pointer-keyed cache still hits, and the
+    re-check on fresh values after timing rejects it."""
+    base = 104729 * (1 + max(req["timing_seeds"][case.name], default=0))
+
+    def refresh(rep: int, args: list[Any]) -> None:
+        _refill(args, session.inputs(case, base + rep))
+
+    return refresh
+
+
+def _compile_baselines(session: Session, refs: dict, sets: dict) -> tuple[dict, str | None]:
+    """torch.compile of each case's reference, compiled now, outside the timed region."""
+    import torch
+
+    compiled = {}
+    try:
+        for case in session.cases:
+            fn = torch.compile(refs[case.name])
+            with torch.no_grad():
+                fn(*sets[case.name][0])
+            compiled[case.name] = fn
+    except Exception as exc:  # noqa: BLE001 - the baseline's failure is not the candidate's
+        return {}, f"torch.compile failed: {type(exc).__name__}: {exc}"
+    return compiled, None
+
+
+def _recheck_on_timed(session: Session, case, cand, sets: dict, fresh: dict,
+                      path: str) -> dict[str, Any]:
+    """Re-check on fresh values written INTO the tensors that were just timed: a cache keyed
+    by tensor identity, pointer or shape now returns a stale result and fails."""
+    outputs = []
+    for trial, values in enumerate(fresh[case.name]):
+        timed = sets[case.name][trial % len(sets[case.name])]
+        _refill(timed, values)
+        outputs.append(_run_candidate(cand, timed, case, trial, path, session.platform))
+    return {"outputs": outputs, "digests": [digest(x) for x in fresh[case.name]]}
 
 
 INPROCESS_NO_PROFILE = ("in-process timing: the candidate runs in the process that times it, "

@@ -23,8 +23,11 @@ class TimingPolicy:
 
 
 def interleaved(fns: Sequence[Callable[..., Any]], sets: Sequence[list[Any]], timer,
-                policy: TimingPolicy) -> list[list[float]]:
-    """Time each function on rotating input sets; returns samples (ms) per function."""
+                policy: TimingPolicy,
+                before_rep: Callable[[int, list[Any]], None] | None = None) -> list[list[float]]:
+    """Time each function on rotating input sets; returns samples (ms) per function.
+    `before_rep(rep, args)`, outside the timed region, may write new values into the set
+    about to be timed."""
     for _ in range(policy.warmup):
         for i, fn in enumerate(fns):
             fn(*sets[i % len(sets)])
@@ -33,6 +36,8 @@ def interleaved(fns: Sequence[Callable[..., Any]], sets: Sequence[list[Any]], ti
     rep = 0
     while True:
         args = sets[rep % len(sets)]
+        if before_rep is not None:
+            before_rep(rep, args)
         order = range(len(fns)) if rep % 2 == 0 else reversed(range(len(fns)))
         for i in order:
             samples[i].append(timer.time_ms(fns[i], args))

@@ -262,19 +262,13 @@ class LLMClient:
                 params = quirks.request_params(cfg.provider, cfg.model, cfg.temperature,
                                                cfg.max_output_tokens, base_url=cfg.base_url)
                 try:
-                    # httpx's timeout bounds each read, not the whole reply; this bounds both.
-                    text, calls, t_in, t_out, finish = await asyncio.wait_for(
-                        self._request(client, ask, params), cfg.timeout_s + 1.0)
-                    break
-                except asyncio.TimeoutError:
-                    failure = Failure("timeout", None, f"no reply within {cfg.timeout_s:g} s")
-                except _NoChoices:
-                    failure = Failure("protocol", None, "reply had no choices")
+                    reply, failure = await self._attempt(client, ask, params)
                 except Exception as exc:
-                    failure = classify(exc, self._sdk)
-                    if failure is None:
-                        self._record(ts, start, record, None, attempts, repr(exc))
-                        raise
+                    self._record(ts, start, record, None, attempts, repr(exc))
+                    raise
+                if failure is None:
+                    text, calls, t_in, t_out, finish = reply
+                    break
                 quirk = quirks.quirk_from_rejection(failure.status, failure.message, params)
                 if quirk is not None:
                     # Fix the request and resend at once; quirks.learn makes later calls for this
@@ -303,6 +297,24 @@ class LLMClient:
         return Completion(text=text, provider=cfg.provider, model=cfg.model, tokens_in=t_in,
                           tokens_out=t_out, latency_s=latency, cost_usd=cost, attempts=attempts,
                           finish_reason=finish, tool_calls=tuple(calls), tools_mode=record.mode)
+
+    async def _attempt(self, client, ask: _Ask, params: dict) -> tuple[Any, Failure | None]:
+        """One request: (its reply, None) or (None, the Failure that ended it); an error no
+        classifier knows is raised."""
+        timeout_s = self.config.timeout_s
+        try:
+            # httpx's timeout bounds each read, not the whole reply; this bounds both.
+            return await asyncio.wait_for(self._request(client, ask, params),
+                                          timeout_s + 1.0), None
+        except asyncio.TimeoutError:
+            return None, Failure("timeout", None, f"no reply within {timeout_s:g} s")
+        except _NoChoices:
+            return None, Failure("protocol", None, "reply had no choices")
+        except Exception as exc:
+            failure = classify(exc, self._sdk)
+            if failure is None:
+                raise
+            return None, failure
 
     def _error_message(self, failure: Failure, attempts: int) -> str:
         cfg = self.config

@@ -139,42 +139,43 @@ def tree_svg(nodes: list[dict], best_id: int | None) -> str:
                          f'{mid:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"{dash}/>')
     for n in nodes:
         x, y = pos(n["id"])
-        kind = node_kind(n)
-        fill = STAGE_COLORS[kind]
-        dark = kind in ("root", "accepted", "run", "correctness", "integrity", "timing", "infra")
-        is_best = n["id"] == best_id
-        stroke = f' stroke="{BEST_STROKE}" stroke-width="3"' if is_best else ""
-        if kind in ("root", "accepted", "accepted_slow"):
-            tag = fmt_x(n.get("speedup") if n.get("speedup") is not None else n.get("fitness"))
-        elif kind == "pending":
-            tag = "pending"
-        elif kind == "infra":
-            tag = "infra"
-        else:
-            tag = str(n.get("stage"))
-        label = f"{'★ ' if is_best else ''}#{n['id']} {tag}"[:16]
-        tip = "\n".join([
-            f"node #{n['id']}" + (" (best)" if is_best else ""),
-            f"operator: {n.get('operator') or '-'}",
-            f"parents: {', '.join(map(str, n.get('parents') or [])) or '-'}",
-            f"stage: {n.get('stage') or n.get('status') or '-'}",
-            f"fitness: {n.get('fitness') if n.get('fitness') is not None else '-'}"
-            f" · speedup: {fmt_x(n.get('speedup'))}",
-            f"rationale: {_clip(n.get('rationale'), 400)}",
-        ])
-        boxes.append(
-            f'<g class="node" data-id="{esc(n["id"])}" data-kind="{kind}">'
-            f"<title>{esc(tip)}</title>"
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_w}" height="{box_h}" rx="4" '
-            f'fill="{fill}"{stroke}/>'
-            f'<text x="{x + box_w / 2:.1f}" y="{y + box_h / 2 + 4:.1f}" text-anchor="middle" '
-            f'fill="{"#fff" if dark else "#111827"}">{esc(label)}</text></g>')
+        boxes.append(_tree_box(n, x, y, box_w, box_h, n["id"] == best_id))
     # Shrink to fit the page down to 80% (labels stay legible), then scroll.
     style = f"width:100%;max-width:{width}px;min-width:{int(width * 0.8)}px;height:auto"
     return (f'<svg class="tree" xmlns="http://www.w3.org/2000/svg" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}" style="{style}" role="img" '
             f'aria-label="search tree with {len(nodes)} nodes">'
             + "".join(edges) + "".join(boxes) + "</svg>")
+
+
+def _tree_box(n: dict, x: float, y: float, box_w: int, box_h: int, is_best: bool) -> str:
+    """One node of the tree: a coloured box, its short label and a tooltip with the details."""
+    kind = node_kind(n)
+    fill = STAGE_COLORS[kind]
+    dark = kind in ("root", "accepted", "run", "correctness", "integrity", "timing", "infra")
+    stroke = f' stroke="{BEST_STROKE}" stroke-width="3"' if is_best else ""
+    if kind in ("root", "accepted", "accepted_slow"):
+        tag = fmt_x(n.get("speedup") if n.get("speedup") is not None else n.get("fitness"))
+    elif kind in ("pending", "infra"):
+        tag = kind
+    else:
+        tag = str(n.get("stage"))
+    label = f"{'★ ' if is_best else ''}#{n['id']} {tag}"[:16]
+    tip = "\n".join([
+        f"node #{n['id']}" + (" (best)" if is_best else ""),
+        f"operator: {n.get('operator') or '-'}",
+        f"parents: {', '.join(map(str, n.get('parents') or [])) or '-'}",
+        f"stage: {n.get('stage') or n.get('status') or '-'}",
+        f"fitness: {n.get('fitness') if n.get('fitness') is not None else '-'}"
+        f" · speedup: {fmt_x(n.get('speedup'))}",
+        f"rationale: {_clip(n.get('rationale'), 400)}",
+    ])
+    return (f'<g class="node" data-id="{esc(n["id"])}" data-kind="{kind}">'
+            f"<title>{esc(tip)}</title>"
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_w}" height="{box_h}" rx="4" '
+            f'fill="{fill}"{stroke}/>'
+            f'<text x="{x + box_w / 2:.1f}" y="{y + box_h / 2 + 4:.1f}" text-anchor="middle" '
+            f'fill="{"#fff" if dark else "#111827"}">{esc(label)}</text></g>')
 
 
 def _clip(text: Any, limit: int) -> str:
@@ -224,6 +225,32 @@ def trajectory_svg(nodes: list[dict], best_id: int | None,
     def sy(v: float) -> float:
         return mt + ph - v / y_top * ph
 
+    out = _plot_axes(sx, sy, x_ticks, y_ticks, (W, H, ml, mt, pw, ph))
+    if interval and len(interval) == 2 and None not in interval:
+        lo, hi = sorted(float(v) for v in interval)
+        out.append(f'<rect class="ci" x="{ml}" width="{pw}" y="{sy(hi):.1f}" '
+                   f'height="{max(sy(lo) - sy(hi), 1):.1f}"><title>confirmed 95% interval '
+                   f"{lo:.2f}-{hi:.2f}</title></rect>")
+    out.append(f'<line class="baseline" x1="{ml}" x2="{ml + pw}" y1="{sy(1):.1f}" '
+               f'y2="{sy(1):.1f}"/>'
+               f'<text class="tick" x="{ml + pw - 4}" y="{sy(1) - 5:.1f}" text-anchor="end">'
+               "baseline 1.0</text>")
+    out.append(_best_so_far(orders, fits, sx, sy))
+    for n, o, f in zip(evaluated, orders, fits):
+        kind = node_kind(n)
+        ring = f' stroke="{BEST_STROKE}" stroke-width="3"' if n["id"] == best_id else ""
+        r = 6 if n["id"] == best_id else 4 if len(evaluated) <= 100 else 3
+        tip = f"#{n['id']} · evaluation {o} · {n.get('stage') or '-'} · fitness {f:.3g}"
+        out.append(f'<circle class="pt" cx="{sx(o):.1f}" cy="{sy(f):.1f}" r="{r}" '
+                   f'fill="{STAGE_COLORS[kind]}"{ring}><title>{esc(tip)}</title></circle>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _plot_axes(sx, sy, x_ticks: list[float], y_ticks: list[float],
+               geometry: tuple) -> list[str]:
+    """The trajectory plot's frame: grid, ticks, axes and their labels."""
+    W, H, ml, mt, pw, ph = geometry
     out = [f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" '
            f'width="100%" role="img" aria-label="fitness over evaluations">']
     for t in y_ticks:
@@ -241,15 +268,11 @@ def trajectory_svg(nodes: list[dict], best_id: int | None,
                "evaluation (completion order)</text>"
                f'<text class="label" transform="translate(14,{mt + ph / 2}) rotate(-90)" '
                'text-anchor="middle">fitness (weighted speedup)</text>')
-    if interval and len(interval) == 2 and None not in interval:
-        lo, hi = sorted(float(v) for v in interval)
-        out.append(f'<rect class="ci" x="{ml}" width="{pw}" y="{sy(hi):.1f}" '
-                   f'height="{max(sy(lo) - sy(hi), 1):.1f}"><title>confirmed 95% interval '
-                   f"{lo:.2f}-{hi:.2f}</title></rect>")
-    out.append(f'<line class="baseline" x1="{ml}" x2="{ml + pw}" y1="{sy(1):.1f}" '
-               f'y2="{sy(1):.1f}"/>'
-               f'<text class="tick" x="{ml + pw - 4}" y="{sy(1) - 5:.1f}" text-anchor="end">'
-               "baseline 1.0</text>")
+    return out
+
+
+def _best_so_far(orders: list, fits: list[float], sx, sy) -> str:
+    """The best fitness so far as a step line."""
     best, pts = 0.0, []
     for o, f in zip(orders, fits):
         if f > best or not pts:
@@ -258,16 +281,7 @@ def trajectory_svg(nodes: list[dict], best_id: int | None,
             best = max(best, f)
             pts.append(f"{sx(o):.1f},{sy(best):.1f}")
     pts.append(f"{sx(orders[-1]):.1f},{sy(best):.1f}")
-    out.append(f'<polyline class="best" points="{" ".join(pts)}"/>')
-    for n, o, f in zip(evaluated, orders, fits):
-        kind = node_kind(n)
-        ring = f' stroke="{BEST_STROKE}" stroke-width="3"' if n["id"] == best_id else ""
-        r = 6 if n["id"] == best_id else 4 if len(evaluated) <= 100 else 3
-        tip = f"#{n['id']} · evaluation {o} · {n.get('stage') or '-'} · fitness {f:.3g}"
-        out.append(f'<circle class="pt" cx="{sx(o):.1f}" cy="{sy(f):.1f}" r="{r}" '
-                   f'fill="{STAGE_COLORS[kind]}"{ring}><title>{esc(tip)}</title></circle>')
-    out.append("</svg>")
-    return "".join(out)
+    return f'<polyline class="best" points="{" ".join(pts)}"/>'
 
 
 # ---------------------------------------------------------------------------------- funnel

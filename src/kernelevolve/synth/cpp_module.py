@@ -4,11 +4,14 @@ runs torch-kept steps and kernel calls in plan order."""
 from __future__ import annotations
 
 from kernelevolve.synth.cpp_prelude import PRELUDE, tunables_read
+from kernelevolve.synth import emit_cpp_solo
 from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
                                        ident, imports_of, problem_name, table_args, torch_step,
                                        var)
 from kernelevolve.synth.plan import Kernel, LoopKind, Plan
+from kernelevolve.synth.plan_solo import SoloKernel
+from kernelevolve.synth.solo_glue import solo_setup
 
 
 # (name, comment lines, default, values): declared when the kernels read them (cpp_prelude.py)
@@ -39,8 +42,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     ref = Reference(problem_path)
     g = p.graph
     kernels = [KernelWriter(k) for k in p.kernels]
-    code = "\n\n".join(w.write() for w in kernels)
-    cpp = PRELUDE + "\n" + code + "\n"
+    code = "\n\n".join([w.write() for w in kernels] + [emit_cpp_solo.write(k) for k in p.solos])
+    cpp = PRELUDE + (emit_cpp_solo.PRELUDE if p.solos else "") + "\n" + code + "\n"
     used = tunables_read(code)
     name = problem_name(problem_path)
     lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {name}.',
@@ -70,6 +73,11 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
         lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
                      f"[ctypes.c_int64] * {ints}{flag}")
         lines.append(f"_lib.{w.k.name}.restype = None")
+    for k in p.solos:
+        ptrs = 2 + k.indices + (k.values is not None)
+        lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + "
+                     "[ctypes.c_int64] * 3")
+        lines.append(f"_lib.{k.name}.restype = None")
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
               "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
@@ -79,6 +87,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     for kind, item in p.steps:
         if kind == "torch":
             body.append(torch_step(g, item, ref))
+        elif kind == "solo":
+            body += _solo_call(item, g, ref)
         else:
             body += _call(item, g, ref)
     body += forward_epilogue(p, ref)
@@ -111,4 +121,11 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     if gathers:
         out.append(f"if {k.name}_bad.item():")
         out.append('    raise IndexError("index out of range in self")')
+    return out
+
+
+def _solo_call(k: SoloKernel, g, ref: Reference) -> list[str]:
+    out, x, outs = solo_setup(k, g, ref)
+    ptrs = ", ".join(f"{t}.data_ptr()" for t in [x, *outs])
+    out.append(f"_lib.{k.name}({ptrs}, {k.name}_outer, {k.name}_n, {k.name}_inner)")
     return out

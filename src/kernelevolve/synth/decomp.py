@@ -13,6 +13,8 @@ planner handles (reductions over one dim, element-wise arithmetic, views).
 - Vector norms become their sums and maxima (p = 2: sqrt(sum(x*x)); inf: amax(abs(x)); ...).
 - max/min over a dim become amax/amin and argmax/argmin (a caller that uses only the values
   leaves the index op dead).
+- all stays all (not the core table's not(any(not x))): a solo kernel computes it
+  (plan_solo.py), as it does max/min over everything.
 - var_mean (and std_mean, which torch's own table makes var_mean and sqrt) becomes var and
   mean over the same dims, the mean NaN where torch's Welford mean is (see var_mean).
 
@@ -231,6 +233,11 @@ def min_dim(x, dim, keepdim=False):
     return aten.amin.default(x, [dim], keepdim), aten.argmin.default(x, dim, keepdim)
 
 
+def _keep(*args, **kwargs):
+    """Record the op (any / all stay whole for the solo kernels, plan_solo.py)."""
+    return NotImplemented
+
+
 def table() -> dict[Any, Any]:
     """Our decompositions, keyed by ATen overload (laid over the core table by capture)."""
     aten = _aten()
@@ -248,4 +255,7 @@ def table() -> dict[Any, Any]:
         aten.linalg_vector_norm.default: vector_norm,
         aten.max.dim: max_dim,
         aten.min.dim: min_dim,
+        aten.all.default: _keep,
+        aten.all.dim: _keep,
+        aten.all.dims: _keep,
     }

@@ -14,7 +14,10 @@ from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_ep
                                        forward_prologue, imports_of, problem_name, table_args,
                                        torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, LoopKind, Plan, Reduction
+from kernelevolve.synth.plan_solo import SoloKernel
 from kernelevolve.synth.schedule import Pass, Programs
+from kernelevolve.synth import triton_solo
+from kernelevolve.synth.solo_glue import solo_setup
 from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit, reduce_step
 from kernelevolve.synth.triton_mid import TritonMidBody
 from kernelevolve.synth.writer import INTS, KernelWriterBase
@@ -143,14 +146,18 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     ref = Reference(problem_path)
     g = p.graph
     writers = [_KernelWriter(k) for k in p.kernels]
-    kernels = "\n\n\n".join(w.write() for w in writers)
+    kernels = "\n\n\n".join([w.write() for w in writers]
+                             + [triton_solo.write(k) for k in p.solos])
     helpers = [name for name in HELPERS if f"{name}(" in kernels]
+    helpers = [HELPERS[h] for h in helpers] + [triton_solo.HELPERS[h]
+                                                for h in triton_solo.helpers_used(p.solos)]
     if helpers:
-        kernels = "\n\n\n".join("\n".join(HELPERS[h]) for h in helpers) + "\n\n\n" + kernels
+        kernels = "\n\n\n".join("\n".join(h) for h in helpers) + "\n\n\n" + kernels
     name = problem_name(problem_path)
     # What the launches in _call read: BLOCK_ELEMENTS all but middle-dim kernels, MAX_BLOCK_COLS
     # all but flat ones (a knob nothing reads would cost the tuner evaluations of one kernel).
-    blocks = any(k.schedule.programs is not Programs.MID_BLOCKS for k in p.kernels)
+    blocks = any(k.schedule.programs is not Programs.MID_BLOCKS for k in p.kernels) or \
+        bool(p.solos)
     cols = any(k.schedule.programs is not Programs.FLAT for k in p.kernels)
     lines = [f'"""Synthesized Triton candidate (kernelevolve synth) for {name}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
@@ -175,7 +182,10 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              f"    def forward(self, {', '.join(ref.forward_args)}):"]
     body = forward_prologue(p, ref)
     for kind, item in p.steps:
-        body += [torch_step(g, item, ref)] if kind == "torch" else _call(item, g, ref)
+        if kind == "solo":
+            body += _solo_call(item, g, ref)
+        else:
+            body += [torch_step(g, item, ref)] if kind == "torch" else _call(item, g, ref)
     body += forward_epilogue(p, ref)
     lines += ["        " + b if b else "" for b in body]
     return "\n".join(lines) + "\n"
@@ -214,6 +224,11 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     if gathers:
         out += [f"if {k.name}_bad.item():", '    raise IndexError("index out of range in self")']
     return out
+
+
+def _solo_call(k: SoloKernel, g, ref: Reference) -> list[str]:
+    out, x, outs = solo_setup(k, g, ref)
+    return out + triton_solo.launch(k, x, outs)
 
 
 def _row_final(r: Reduction) -> str:

@@ -13,7 +13,7 @@ kernel then gets its schedule (schedule.py). explain() prints the plan.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernelevolve.synth.capture import Capture, Graph, NotCovered, Value
@@ -23,6 +23,7 @@ from kernelevolve.synth.fold import fold_constants
 from kernelevolve.synth.ops import normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
+from kernelevolve.synth.plan_solo import SoloKernel, pair_values, solo_of
 from kernelevolve.synth.schedule import schedule
 
 __all__ = ["KInput", "KNode", "KOutput", "Kernel", "Layout", "LoopKind", "NodeKind", "Plan",
@@ -32,12 +33,14 @@ __all__ = ["KInput", "KNode", "KOutput", "Kernel", "Layout", "LoopKind", "NodeKi
 @dataclass
 class Plan:
     graph: Graph
-    steps: list[tuple[str, Any]]     # ("torch", value name) or ("kernel", Kernel), in order
-    kernels: list[Kernel]
+    steps: list[tuple[str, Any]]     # ("torch", value name), ("kernel", Kernel) or
+    kernels: list[Kernel]            # ("solo", SoloKernel), in order
     kept: list[str]
+    solos: list[SoloKernel] = field(default_factory=list)   # kernels of their own
 
     def summary(self) -> str:
         parts = [f"{k.name}: {'+'.join(_short_ops(k))}" for k in self.kernels]
+        parts += [f"{k.name}: {self.graph.values[k.out].op}" for k in self.solos]
         kept = [self.graph.values[n].op for n in self.kept if not _is_view(self.graph.values[n])]
         if kept:
             parts.append("torch: " + ", ".join(kept))
@@ -151,22 +154,49 @@ def _plan(graphs, g: Graph, norm, torch_views: frozenset[str]) -> Plan:
         last_of[names[-1]] = k
         for n in names:
             kernel_of[n] = k
+    steps, kept, solos = _steps(graphs, g, last_of, kernel_of)
+    pair_values(steps, kernels, g)
+    solos = [item for kind, item in steps if kind == "solo"]
+    if not kernels and not solos:
+        ops = sorted({g.values[n].op for n in kept}) or ["nothing"]
+        raise NotCovered("no fusable op: " + ", ".join(ops) + " stay(s) in torch "
+                         "(not covered by the synthesizer yet)")
+    return Plan(g, steps, kernels, kept, solos)
+
+
+def _steps(graphs, g: Graph, last_of, kernel_of):
+    """The forward's steps in graph order: kernel launches (after their last node), solo
+    kernels and torch calls; with the kept values and the solo kernels."""
     steps: list[tuple[str, Any]] = []
     kept: list[str] = []
+    solos: list[SoloKernel] = []
     for name, v in g.values.items():
         if v.op in ("input", "param"):
             continue
         if name in last_of:
             steps.append(("kernel", last_of[name]))
         elif name not in kernel_of:
+            solo = solo_of(v, g, f"s{len(solos)}") if _same_solo(graphs, name) else None
+            if solo is not None:
+                steps.append(("solo", solo))
+                solos.append(solo)
+                continue
             _check_kept_args(graphs, name)
             steps.append(("torch", name))
             kept.append(name)
-    if not kernels:
-        ops = sorted({g.values[n].op for n in kept}) or ["nothing"]
-        raise NotCovered("no fusable op: " + ", ".join(ops) + " stay(s) in torch "
-                         "(not covered by the synthesizer yet)")
-    return Plan(g, steps, kernels, kept)
+    return steps, kept, solos
+
+
+def _same_solo(graphs: dict[str, Graph], name: str) -> bool:
+    """Every case reduces or scans the same dim (a dim given from the end is normalised)."""
+    seen = set()
+    for g in graphs.values():
+        v = g.values[name]
+        k = solo_of(v, g, "s")
+        if k is None:
+            return False
+        seen.add((k.op, k.dim, k.keepdim, len(k.shape)))
+    return len(seen) == 1
 
 
 def _check_kept_args(graphs: dict[str, Graph], name: str) -> None:
@@ -227,6 +257,9 @@ def explain(p: Plan) -> str:
         lines.append("    reads " + ", ".join(f"{_label(p.graph, i.name)} [{i.layout}]"
                                              for i in k.inputs)
                      + "; writes " + ", ".join(f"{o.name} [{o.layout}]" for o in k.outputs))
+    for k in p.solos:
+        lines.append(f"kernel {k.name} (a kernel of its own): {k.label}, "
+                     f"{'x'.join(map(str, k.shape))} {k.in_dtype} -> {k.out_dtype}")
     for name in p.kept:
         v = p.graph.values[name]
         lines.append(f"torch: {v.op} ({name}, shape {'x'.join(map(str, v.shape))}) stays a "
