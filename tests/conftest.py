@@ -64,9 +64,14 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
 
 
 # The fast tier (`python3 -m pytest -q -m "not slow"`, the edit-test loop) leaves out what takes
-# seconds: every test that evaluates through the sandboxed worker pool is slow by that fact, and
-# the others are marked where they are (real CLI runs, searches, compiles of many kernels).
-HEAVY_FIXTURES = {"evaluator"}
+# seconds: every test that evaluates through the sandboxed worker pool, or shares a fixture that
+# does, is slow by that fact; the others are marked where they are (real CLI runs, searches,
+# compiles of many kernels: anything measured at 0.4 s or more).
+HEAVY_FIXTURES = {
+    "evaluator",
+    # module-scoped fixtures that run real CLI evaluations and searches, shared by their tests
+    "full_runs", "usage_runs", "first_run", "evals", "wire", "searched",
+}
 
 
 def pytest_collection_modifyitems(config, items):

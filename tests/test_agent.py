@@ -86,6 +86,7 @@ def events(ws: Path, run_id: str, kind: str) -> list[dict]:
     return [e.data for e in Store.open(ws).events(run_id, kind)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_tool_loop_compiles_times_and_submits(tmp_path, provider):
     ws = tmp_path / "ws"
@@ -129,6 +130,7 @@ def test_tool_loop_compiles_times_and_submits(tmp_path, provider):
     assert not any(SECRET in json.dumps(c) for c in calls)
 
 
+@pytest.mark.slow
 def test_a_model_that_never_submits_is_cut_off(tmp_path):
     ws = tmp_path / "ws"
     reply = Reply(text="", tool_calls=[_call("read_note", title="no such note")])
@@ -146,6 +148,7 @@ def test_a_model_that_never_submits_is_cut_off(tmp_path):
     assert proc.returncode not in (1, 2) and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_token_budget_counts_the_loop_and_stops_it(tmp_path):
     ws = tmp_path / "ws"
     reply = Reply(text="", tool_calls=[_call("read_note", title="x")], tokens_in=1000,
@@ -161,6 +164,7 @@ def test_token_budget_counts_the_loop_and_stops_it(tmp_path):
     assert summary["cost"]["tokens"] == 3 * 1005
 
 
+@pytest.mark.slow
 def test_plain_text_fallback_when_the_server_rejects_tools(tmp_path):
     ws = tmp_path / "ws"
     block = json.dumps({"name": "compile", "arguments": {"source": BROKEN}})
@@ -188,6 +192,7 @@ def test_plain_text_fallback_when_the_server_rejects_tools(tmp_path):
     assert node["stage"] == "accepted"
 
 
+@pytest.mark.slow
 def test_converse_keeps_the_client_request_path(monkeypatch):
     """Retries, learned quirks and the transcript in the record apply to tool calls too."""
     from kernelevolve.llm import LLMClient, LLMConfig

@@ -36,6 +36,7 @@ def test_table_has_enough_probes_and_operators():
         select(["exp", "no_such_op*"])
 
 
+@pytest.mark.slow
 def test_every_generated_reference_runs_and_its_edge_case_holds_the_edges(tmp_path):
     every = probes()
     paths = write_suite(tmp_path / "small", "small", every)
@@ -75,6 +76,7 @@ def test_the_check_finds_a_row_that_misses_its_edges_or_its_domain(tmp_path):
     (["--suite", "aten", "--probes", "exp,nosuch*"], "--probes 'nosuch*': no probe or operator"),
     (["--probes", "exp"], "--probes need(s) --suite aten"),
 ])
+@pytest.mark.slow
 def test_cli_errors_are_one_line(tmp_path, args, message):
     out = run_cli("bench", *args, "--workspace", str(tmp_path / "ws"))
     assert out.returncode == 2, out.stderr
@@ -91,6 +93,7 @@ def _cells(matrix):
     return {r["probe"]: r["cells"] for r in matrix["rows"]}
 
 
+@pytest.mark.slow
 def test_suite_end_to_end_cpp_killed_and_resumed_then_triton(tmp_path):
     ws = tmp_path / "ws"
     cmd = [sys.executable, "-m", "kernelevolve.cli", "bench", "--suite", "aten", "--profile",

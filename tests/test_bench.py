@@ -42,6 +42,7 @@ def _state(ws):
     return json.loads(found[0].read_text()) if found else None
 
 
+@pytest.mark.slow
 def test_bench_rows_skip_fail_and_figures(suite, tmp_path):
     (suite / "b_relu.py").unlink()
     (suite / "c_huge.py").write_text(HUGE)
@@ -68,6 +69,7 @@ def test_bench_rows_skip_fail_and_figures(suite, tmp_path):
         "*.html"))
 
 
+@pytest.mark.slow
 def test_bench_is_killed_mid_problem_and_resumes(suite, tmp_path):
     ws = tmp_path / "ws"
     cmd = [sys.executable, "-m", "kernelevolve.cli", "bench", str(suite), "--workspace", str(ws),
@@ -106,6 +108,7 @@ def test_bench_is_killed_mid_problem_and_resumes(suite, tmp_path):
         assert len(store.list_runs()) == 2
 
 
+@pytest.mark.slow
 def test_bench_refuses_a_name_holding_other_problems(suite, tmp_path):
     ws = tmp_path / "ws"
     (ws / "benches").mkdir(parents=True)

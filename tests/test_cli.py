@@ -30,6 +30,7 @@ def full_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 def test_eval_accepted_exits_0_with_table_and_json(full_runs):
     proc = full_runs["accepted"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -117,6 +118,7 @@ def usage_runs(tmp_path_factory):
         return {k: (f.result(), cases.get(k, (None, None))[1]) for k, f in futures.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", USAGE_IDS)
 def test_bad_usage_exits_2_with_one_line(usage_runs, kind):
     if kind == "platform-cuda":
@@ -146,6 +148,7 @@ def test_unknown_option_is_one_line(usage_runs):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+@pytest.mark.slow
 def test_version():
     proc = run_cli("version")
     assert proc.returncode == 0, proc.stderr
@@ -158,6 +161,7 @@ COMMANDS = ("", "eval", "optimize", "resume", "runs", "runs rm", "show", "best",
             "synth", "targets", "version", "kb", "kb list", "kb search", "kb show", "kb add", "kb validate")
 
 
+@pytest.mark.slow
 def test_help_reads_as_values_not_python_types():
     """-h everywhere; metavars are values (PATH, N), flags have none, every option has help,
     defaults are shown one way: "(value)" in the help text."""

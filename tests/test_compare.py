@@ -47,6 +47,7 @@ def test_labels_name_the_output_among_several():
     assert out.reason == "output 1 has shape (3,); expected (2,)"
 
 
+@pytest.mark.slow
 def test_nan_positions_must_match():
     ref = torch.tensor([1.0, float("nan"), 3.0])
     assert cmp([ref], [ref.clone()]).ok  # NaN where the reference has NaN is right

@@ -136,6 +136,7 @@ def hostile(tmp_path):
     worker.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [11, 23])
 def test_hostile_server_bytes_become_outcomes_never_exceptions(hostile, tmp_path, seed):
     problem = tmp_path / "p.py"

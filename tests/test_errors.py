@@ -39,6 +39,7 @@ def problem(tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.slow
 def test_an_internal_failure_shows_its_traceback_and_exits_70(problem):
     proc = _run_with("RuntimeError('invariant broken')", problem)
     assert proc.returncode == 70, proc.stderr
@@ -46,6 +47,7 @@ def test_an_internal_failure_shows_its_traceback_and_exits_70(problem):
     assert "is a bug in kernelevolve" in proc.stderr and "kernelevolve version" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_broken_invariant_of_the_store_is_internal(problem):
     assert issubclass(EvaluationExistsError, errors.InternalError)
     assert not issubclass(EvaluationExistsError, errors.KernelevolveError)
@@ -54,6 +56,7 @@ def test_a_broken_invariant_of_the_store_is_internal(problem):
     assert proc.returncode == 70 and "Traceback" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_user_errors_stay_one_line_with_exit_2(problem):
     proc = _run_with("__import__('kernelevolve.errors', fromlist=['x'])"
                      ".UsageError('--frobnicate: no such thing; use --help')", problem)
@@ -63,6 +66,7 @@ def test_user_errors_stay_one_line_with_exit_2(problem):
     assert issubclass(StoreError, errors.KernelevolveError)
 
 
+@pytest.mark.slow
 def test_an_os_error_about_a_path_is_the_users_and_one_without_is_ours(problem):
     about_path = _run_with("PermissionError(13, 'Permission denied', '/srv/ws/runs.db')", problem)
     assert about_path.returncode == 2 and "Traceback" not in about_path.stderr

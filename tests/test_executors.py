@@ -88,6 +88,7 @@ def test_executor_ray_without_ray_installed_says_how_to_install(monkeypatch):
                               "pip install 'kernelevolve[ray]'")
 
 
+@pytest.mark.slow
 def test_cli_executor_errors_exit_2_with_one_line(tmp_path):
     ws = tmp_path / "ws"
     r = run_cli("optimize", str(PROBLEM), "--seed-candidate", str(CANDIDATE), "--executor",
@@ -109,6 +110,7 @@ def test_cli_executor_errors_exit_2_with_one_line(tmp_path):
     assert not ws.exists()  # refused before a workspace was written
 
 
+@pytest.mark.slow
 def test_an_unreachable_ray_address_is_a_one_line_error_at_once(tmp_path):
     pytest.importorskip("ray")
     r = run_cli("optimize", str(PROBLEM), "--seed-candidate", str(CANDIDATE), "--executor", "ray",
@@ -120,6 +122,7 @@ def test_an_unreachable_ray_address_is_a_one_line_error_at_once(tmp_path):
     assert '"status": "interrupted"' in r.stdout  # resumable once the cluster is up
 
 
+@pytest.mark.slow
 def test_resume_with_a_ray_address_needs_a_ray_run(tmp_path):
     from kernelevolve.run import Run
 

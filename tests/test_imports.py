@@ -4,6 +4,8 @@ docs/ARCHITECTURE.md (a package imports only from its own layer or the ones belo
 function is 60 lines long or longer."""
 from __future__ import annotations
 
+import pytest
+
 import ast
 import json
 import re
@@ -130,6 +132,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_level_import_cycle():
     graph = import_graph()
     eager = {m: {d for d, lazy in deps if not lazy and d in graph and d != m}
@@ -138,6 +141,7 @@ def test_no_module_level_import_cycle():
     assert not found, f"module cycles: {found}"
 
 
+@pytest.mark.slow
 def test_no_cycle_between_packages_even_through_function_level_imports():
     packages: dict[str, set[str]] = defaultdict(set)
     for module, deps in import_graph().items():
@@ -147,6 +151,7 @@ def test_no_cycle_between_packages_even_through_function_level_imports():
     assert not found, f"package cycles: {found}"
 
 
+@pytest.mark.slow
 def test_every_import_follows_the_declared_layer_order():
     layers = declared_layers()
     rank = {name: i for i, names in enumerate(layers) for name in names}
@@ -196,6 +201,7 @@ print(json.dumps(failures))
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_on_its_own():
     names = sorted(module_files())
     assert len(names) > 100
@@ -208,6 +214,7 @@ def test_every_module_imports_on_its_own():
 LONGEST = 60  # lines, decorators excluded: a function this long is doing more than one thing
 
 
+@pytest.mark.slow
 def test_no_function_reaches_the_length_limit():
     long = []
     for module, path in module_files().items():

@@ -3,6 +3,8 @@ environment is only written (a child's scratch folders, Ray's settings before it
 filtered whole by the allowlists knobs.py declares (the worker's and g++'s environments)."""
 from __future__ import annotations
 
+import pytest
+
 import ast
 from pathlib import Path
 
@@ -41,6 +43,7 @@ def _reads(tree: ast.AST):
         yield function_of(node), node.lineno
 
 
+@pytest.mark.slow
 def test_no_module_but_knobs_reads_the_environment():
     found = []
     for path in sorted(SRC.rglob("*.py")):

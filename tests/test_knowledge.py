@@ -74,6 +74,7 @@ def curated() -> KnowledgeIndex:
     ({"tags": "[]"}, "tags must be a non-empty list"),
     ({"source": "learned\ntag: [x]"}, "unknown field 'tag'"),
 ])
+@pytest.mark.slow
 def test_invalid_notes_give_one_line_naming_file_and_fault(tmp_path, changes, fault):
     text = note_text(**changes)
     path = tmp_path / "bad.md"

@@ -3,6 +3,8 @@ validate; the sub-app registration and the workspace's layered index.
 """
 from __future__ import annotations
 
+import pytest
+
 import json
 
 import typer
@@ -21,6 +23,7 @@ def kb(*args: str):
     return runner.invoke(kb_app, list(args))
 
 
+@pytest.mark.slow
 def test_cli_list(tmp_path):
     ws = str(tmp_path / "ws")
     res = kb("list", "--workspace", ws)

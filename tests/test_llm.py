@@ -89,6 +89,7 @@ def test_config_round_trip_and_no_secrets():
 
 # -- round trips ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_openai_round_trip():
     records: list[CallRecord] = []
     with ScriptedServer([Reply(text="def kernel(): pass", tokens_in=1000, tokens_out=500)]) as s:
@@ -106,6 +107,7 @@ def test_openai_round_trip():
     assert records[0].cost_usd == out.cost_usd and records[0].system == "You write kernels."
 
 
+@pytest.mark.slow
 def test_anthropic_round_trip():
     records: list[CallRecord] = []
     with ScriptedServer([Reply(text="hello", tokens_in=2000, tokens_out=100)]) as s:
@@ -147,6 +149,7 @@ def test_missing_key_names_the_variable():
 
 # -- retries -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_429_retry_after_then_success():
     with ScriptedServer([Reply(status=429, headers={"Retry-After": "1"}), Reply(text="ok")]) as s:
         out = complete(config(s))
@@ -161,6 +164,7 @@ def test_500_then_success_anthropic():
     assert out.text == "ok" and out.attempts == 2 and len(s.requests) == 2
 
 
+@pytest.mark.slow
 def test_timeout_then_success():
     with ScriptedServer([Reply(delay_s=5, text="too late"), Reply(text="ok")]) as s:
         start = time.monotonic()
@@ -252,6 +256,7 @@ def test_other_400_is_not_retried():
 
 # -- concurrency, secrets, loops -----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_concurrency_limit():
     with ScriptedServer([Reply(delay_s=0.3, text="ok")]) as s:
         client = LLMClient(config(s, max_concurrency=2))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, EXAMPLES, example, run_cli
+from conftest import CORPUS, EXAMPLES, PROBLEMS, example, run_cli
 from llm_servers import Reply, ScriptedServer, prompt_of
 
 SECRET = "sk-very-secret-0123456789"
@@ -54,9 +54,13 @@ class Script:
                 "ROWS_PER_TASK = 16\n>>>>>>> REPLACE\n")
 
 
+# A softmax whose eager reference is five torch ops: the scripted fused kernel beats it by a
+# margin that survives a busy machine (on examples/softmax its interval straddled 1 there).
+UNFUSED = PROBLEMS / "softmax_unfused.py"
+
 def optimize(server: ScriptedServer, ws: Path, *extra: str, provider: str = "openai",
              model: str = "test-model", evals: int = 6):
-    args = ["optimize", str(example("softmax")), "--seed-candidate", str(SEED),
+    args = ["optimize", str(UNFUSED), "--seed-candidate", str(SEED),
             "--operator", "llm", "--llm", f"{provider}:{model}",
             "--llm-base-url", server.base_url_for(provider), "--llm-api-key-env", KEY_VAR,
             "--max-evals", str(evals), "--workspace", str(ws), "--json", str(ws / "s.json"),
@@ -86,6 +90,7 @@ def first_run(tmp_path_factory):
     return ws, proc, summary, requests, script
 
 
+@pytest.mark.slow
 def test_llm_search_improves_on_its_seed_and_counts_bad_replies(first_run):
     ws, proc, summary, requests, script = first_run
     seed = next(n for n in summary["nodes"] if n["operator"] == "seed")
@@ -104,7 +109,7 @@ def test_llm_search_improves_on_its_seed_and_counts_bad_replies(first_run):
 def test_prompts_carry_the_live_context(first_run):
     _, _, summary, requests, _ = first_run
     prompts = [r.prompt for r in requests]
-    assert all("return torch.softmax(x, dim=-1)" in p for p in prompts)  # the reference source
+    assert all("return e / e.sum(dim=-1, keepdim=True)" in p for p in prompts)  # the reference
     assert all("tail_131x999" in p and "weight 2" in p for p in prompts)  # cases and weights
     repair = [p for p in prompts if "stage reached: load" in p]
     assert repair and "C++ compilation of" in repair[0]  # the parent's failure reason
@@ -115,6 +120,7 @@ def test_prompts_carry_the_live_context(first_run):
     assert improve and "| case | correct |" in improve[0]  # per-case errors and timings
 
 
+@pytest.mark.slow
 def test_api_key_never_leaves_the_provider_call(first_run, tmp_path):
     ws, proc, summary, requests, _ = first_run
     # The server saw it (it is the credential) ...
@@ -132,6 +138,7 @@ def test_api_key_never_leaves_the_provider_call(first_run, tmp_path):
     assert "unknown" in show.stdout  # an unpriced model's cost is unknown, never $0
 
 
+@pytest.mark.slow
 def test_the_key_variable_is_scrubbed_from_workers(tmp_path, monkeypatch):
     from kernelevolve.harness.pool import WorkerPool
 
@@ -159,6 +166,7 @@ def test_learned_note_is_written_and_retrieved_next_run(first_run, llm_env):
     assert any(title in p for p in prompts), f"learned note {title!r} not in the next prompts"
 
 
+@pytest.mark.slow
 def test_anthropic_provider_end_to_end(tmp_path, llm_env):
     with ScriptedServer(["Fused.\n```python\n" + GOOD + "```"]) as server:
         _, summary = optimize(server, tmp_path / "ws", provider="anthropic",
@@ -170,6 +178,7 @@ def test_anthropic_provider_end_to_end(tmp_path, llm_env):
     assert cost["dollars"] is not None and cost["dollars"] > 0  # a priced model
 
 
+@pytest.mark.slow
 def test_token_budget_ends_the_run_cleanly(tmp_path, llm_env):
     with ScriptedServer(["Just prose, " * 50]) as server:
         proc, summary = optimize(server, tmp_path / "ws", "--max-tokens", "5000", evals=20)
@@ -182,6 +191,7 @@ def test_token_budget_ends_the_run_cleanly(tmp_path, llm_env):
     (["--llm", "gpt-5"], "PROVIDER:MODEL"),
     (["--llm-base-url", "http://127.0.0.1:1/v1"], "needs --llm"),
 ])
+@pytest.mark.slow
 def test_llm_usage_errors_are_one_line(tmp_path, args, message):
     proc = run_cli("optimize", str(example("softmax")), "--workspace", str(tmp_path), *args)
     assert proc.returncode == 2

@@ -79,6 +79,7 @@ def test_machine_lines_render_cpu_and_gpu_facts():
 
 
 # ---- measured in the worker, cached by the driver -------------------------------------------
+@pytest.mark.slow
 def test_fingerprint_measures_once_then_reads_the_cache(tmp_path):
     from kernelevolve.harness.pool import WorkerPool
 
@@ -126,6 +127,7 @@ class _Pointwise(torch.nn.Module):
         return torch.relu(x) * 2 + 1
 
 
+@pytest.mark.slow
 def test_matmul_cost_is_exact():
     m, k, n = 64, 48, 32
     a, b = torch.randn(m, k), torch.randn(k, n)
@@ -193,6 +195,7 @@ def test_no_machine_figures_leaves_only_the_counts():
 
 
 # ---- through the real CLI --------------------------------------------------------------------
+@pytest.mark.slow
 def test_eval_json_and_table_carry_the_speed_of_light(tmp_path):
     out = tmp_path / "r.json"
     proc = run_cli("eval", str(RELU), str(RELU_CPP), "--seed", "1", "--json", str(out))
@@ -239,6 +242,7 @@ def test_stop_at_sol_from_flags_and_config_file(tmp_path):
         build_config(None, {"stop_at_sol": 0})
 
 
+@pytest.mark.slow
 def test_stop_at_sol_cli_rejects_a_bad_fraction(tmp_path):
     proc = run_cli("optimize", str(RELU), "--stop-at-sol", "1.5", "--workspace",
                    str(tmp_path / "ws"))

@@ -26,6 +26,7 @@ def build(service, source, flags=(), name="lib"):
     return reply
 
 
+@pytest.mark.slow
 def test_a_plain_kernel_is_built_inspected_and_served(service):
     reply = build(service, KERNEL + '#include <cmath>\n#include <omp.h>\nextern "C" float f(float x)'
                   ' { float s = 0; \n#pragma omp parallel for reduction(+:s)\n'
@@ -51,6 +52,7 @@ def test_a_plain_kernel_is_built_inspected_and_served(service):
     ('#include <sys/socket.h>\nextern "C" int r() { return socket(2, 1, 0); }', "socket",
      "sockets"),
 ])
+@pytest.mark.slow
 def test_refused_imports_are_named_with_what_they_reach(service, snippet, named, category):
     reply = build(service, KERNEL + snippet, name="refused")
     assert not reply["ok"] and reply["kind"] == "inspection"

@@ -52,6 +52,7 @@ def test_each_language_detects_its_own_candidates(source, platform, expected):
     assert plugins.detect_language(ast.parse(source), platform) == expected
 
 
+@pytest.mark.slow
 def test_targets_lists_builtins_and_the_toy_plugin():
     bare = run_cli("targets", "--json")
     assert bare.returncode == 0, bare.stderr
@@ -64,6 +65,7 @@ def test_targets_lists_builtins_and_the_toy_plugin():
     assert "toyl " in proc.stdout and "toy-kernelevolve 0.1" in proc.stdout
 
 
+@pytest.mark.slow
 def test_unknown_platform_is_one_line_listing_the_registered_ones():
     proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "npu", env=TOY_ENV)
     assert proc.returncode == 2
@@ -71,6 +73,7 @@ def test_unknown_platform_is_one_line_listing_the_registered_ones():
         "error: unknown platform 'npu'; registered platforms: cpu, cuda, rocm, toy"]
 
 
+@pytest.mark.slow
 def test_eval_on_the_toy_platform_in_the_toy_language(tmp_path):
     out = tmp_path / "result.json"
     proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "toy", "--seed", "1",
@@ -85,12 +88,14 @@ def test_eval_on_the_toy_platform_in_the_toy_language(tmp_path):
     assert "toy" in json.dumps(result["integrity"])
 
 
+@pytest.mark.slow
 def test_the_toy_language_is_refused_on_a_platform_that_does_not_run_it():
     proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "cpu", env=TOY_ENV)
     assert proc.returncode == 1
     assert "toyl candidates cannot run on the cpu platform" in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_optimize_on_the_toy_platform(tmp_path):
     out = tmp_path / "summary.json"
     proc = run_cli("optimize", str(RELU), "--seed-candidate", str(TOY_CANDIDATE),
@@ -121,6 +126,7 @@ def _named(path: Path) -> list[tuple[int, str]]:
             and node.value.lower() in NAMES]
 
 
+@pytest.mark.slow
 def test_only_platforms_and_languages_name_a_vendor_or_a_language():
     found = []
     for path in sorted(SRC.rglob("*.py")):
@@ -133,6 +139,7 @@ def test_only_platforms_and_languages_name_a_vendor_or_a_language():
     assert not found, "branch on a name outside platforms/ and languages/:\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_a_broken_plugin_is_named_not_a_traceback(tmp_path):
     info = tmp_path / "broken_plugin-0.1.dist-info"
     info.mkdir()
@@ -172,6 +179,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_the_toy_language_reaches_the_prompt_the_allow_list_and_the_notes():
     import subprocess
     import sys

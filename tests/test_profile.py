@@ -44,6 +44,7 @@ def _timed_case(data: dict) -> dict:
     return next(c for c in data["cases"] if not c["held_out"])
 
 
+@pytest.mark.slow
 def test_eval_json_has_sane_profiles_of_both_processes(evals):
     _, data = evals["reuse"]
     case = _timed_case(data)
@@ -237,6 +238,7 @@ def test_ncu_says_why_when_absent(monkeypatch, tmp_path):
     assert gpu_profile.ncu_metrics(["true"]) == {"unavailable": "ncu: not on PATH"}
 
 
+@pytest.mark.slow
 def test_kernel_table_from_real_profiler_events_on_cpu():
     import torch
 

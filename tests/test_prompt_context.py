@@ -167,6 +167,7 @@ def wire(request, tmp_path_factory):
     return requests, json.loads((ws / "s.json").read_text()), provider
 
 
+@pytest.mark.slow
 def test_the_history_table_reaches_the_model(wire):
     requests, summary, provider = wire
     last = requests[-1].prompt

@@ -77,6 +77,7 @@ def _add_version(registry: Registry, name: str, state: str, *, source_edit=None,
     return registry.add(name, entry, state=state, who="test")
 
 
+@pytest.mark.slow
 def test_promote_records_what_serving_needs(reg, searched):
     rec = reg.get("rmsnorm")
     e = rec.entry
@@ -227,6 +228,7 @@ def test_shadow_keeps_a_right_kernel(reg, searched):
     assert patching.coverage("rmsnorm")["shadow"] == {"calls": 5, "mismatches": 0, "first": []}
 
 
+@pytest.mark.slow
 def test_canary_serves_about_its_share(reg, searched):
     _add_version(reg, "rmsnorm", "canary")
     net = Net(_model_cls(searched)).eval()
@@ -288,6 +290,7 @@ def test_coverage_flushes_to_the_registry_and_the_cli_shows_it(reg, searched):
     assert "rmsnorm  v1       2      1 (50%)  shape 1" in out.stdout
 
 
+@pytest.mark.slow
 def test_custom_op_is_opaque_to_torch_compile(reg, searched):
     net = Net(_model_cls(searched)).eval()
     seen = []
@@ -306,6 +309,7 @@ def test_custom_op_is_opaque_to_torch_compile(reg, searched):
         torch.testing.assert_close(got, net(x), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_cli_promote_list_show_set_state_and_errors(searched, tmp_path):
     ws, run_id, _ = searched
     registry = str(tmp_path / "reg")
@@ -330,6 +334,7 @@ def test_cli_promote_list_show_set_state_and_errors(searched, tmp_path):
         assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_revalidate_demotes_a_kernel_its_problem_now_rejects_and_keeps_a_good_one(
         reg, searched, tmp_path):
     strict = tmp_path / "strict_rmsnorm.py"
@@ -362,6 +367,7 @@ def test_registry_of_a_newer_kernelevolve_is_refused(tmp_path):
         Registry.open(tmp_path / "r")
 
 
+@pytest.mark.slow
 def test_revalidate_runs_the_registered_binary_when_a_rebuild_differs(reg, searched):
     """Compiler drift, simulated: the registered library is a different (still valid) binary
     than what this compiler rebuilds, so both go through the gates and both are reported."""
@@ -383,6 +389,7 @@ def test_revalidate_runs_the_registered_binary_when_a_rebuild_differs(reg, searc
     assert drift["registered_binary"]["verdict"] == "kept"
 
 
+@pytest.mark.slow
 def test_a_triton_kernel_is_served_through_the_interpreter(tmp_path):
     """The GPU language's path on CPU: a Triton kernel (checked, unmeasured here, so promoted
     with force) is loaded from the registry and served; the interpreter runs it."""

@@ -47,6 +47,7 @@ def no_runs(ws: Path) -> bool:
 
 # ---- preflight: nothing starts, no run is left behind ------------------------------------------
 
+@pytest.mark.slow
 def test_dead_endpoint_is_refused_before_any_worker_starts(tmp_path):
     ws = tmp_path / "ws"
     url = f"http://127.0.0.1:{closed_port()}/v1"
@@ -61,6 +62,7 @@ def test_dead_endpoint_is_refused_before_any_worker_starts(tmp_path):
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.slow
 def test_missing_api_key_is_refused_and_leaves_no_run(tmp_path):
     ws = tmp_path / "ws"
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
@@ -73,6 +75,7 @@ def test_missing_api_key_is_refused_and_leaves_no_run(tmp_path):
     assert no_runs(ws)
 
 
+@pytest.mark.slow
 def test_unavailable_platform_and_unknown_language_are_refused(tmp_path):
     ws = tmp_path / "ws"
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--platform", "cuda",
@@ -108,6 +111,7 @@ def test_preflight_unit_checks():
 
 # ---- failing LLM calls stop the run, loudly -----------------------------------------------------
 
+@pytest.mark.slow
 def test_llm_that_fails_every_call_stops_the_run_with_exit_5(tmp_path):
     """Auth failures (not retried): after --llm-max-failures calls in a row the run stops with
     the server's words, in the final text (not a terminal), the summary, the funnel and the
@@ -162,6 +166,7 @@ def test_endpoint_dying_mid_run_stops_the_search(tmp_path):
 
 # ---- exit codes ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_nothing_to_search_from_exits_4(tmp_path):
     ws = tmp_path / "ws"
     r = cli("optimize", PROBLEM, "--operator", "tune", "--max-evals", 3, "--workspace", ws,
@@ -183,6 +188,7 @@ def test_exit_code_table():
         assert f"| {code} |" in readme
 
 
+@pytest.mark.slow
 def test_sigint_prints_the_resume_hint_and_exits_130(tmp_path):
     ws = tmp_path / "ws"
     db = ws / "kernelevolve.db"
@@ -210,6 +216,7 @@ def test_sigint_prints_the_resume_hint_and_exits_130(tmp_path):
 
 # ---- runs rm --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_runs_rm_deletes_a_run_with_its_objects(tmp_path):
     from kernelevolve.config import RunConfig
     from kernelevolve.run import Run
@@ -264,6 +271,7 @@ def test_funnel_text_counts_survivors():
 
 # ---- progress anywhere --------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_progress_without_a_terminal_is_one_line_per_evaluation(tmp_path):
     ws = tmp_path / "ws"
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
@@ -278,6 +286,7 @@ def test_progress_without_a_terminal_is_one_line_per_evaluation(tmp_path):
         assert not line.startswith(" "), r.stdout
 
 
+@pytest.mark.slow
 def test_json_lines_and_quiet(tmp_path):
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
             "--max-evals", 2, "--workspace", tmp_path / "ws", "--json-lines")

@@ -181,6 +181,7 @@ def test_worker_env_is_an_allowlist():
     assert is_sensitive("aws_secret_access_key") and not is_sensitive("CUDA_VISIBLE_DEVICES")
 
 
+@pytest.mark.slow
 def test_code_in_a_worker_sees_no_secret_no_network_and_cannot_write_outside(
         tmp_path, listener, monkeypatch):
     target = tmp_path / "escape.txt"
@@ -207,6 +208,7 @@ def test_code_in_a_worker_sees_no_secret_no_network_and_cannot_write_outside(
     assert not home_probe.exists()
 
 
+@pytest.mark.slow
 def test_candidate_with_static_rules_off_is_stopped_then_contained(tmp_path, listener,
                                                                     monkeypatch):
     """A candidate that tries every escape: the syscall filter kills it at the first one; with
@@ -230,6 +232,7 @@ def test_candidate_with_static_rules_off_is_stopped_then_contained(tmp_path, lis
     assert contained.sandbox.network_isolated and contained.fingerprint["network_isolated"]
 
 
+@pytest.mark.slow
 def test_unprotected_mode_says_so_loudly():
     with WorkerPool("cpu", sandbox_mode="none") as pool:
         facts = pool.sandbox_facts
@@ -237,6 +240,7 @@ def test_unprotected_mode_says_so_loudly():
     assert any("NO SANDBOX" in w for w in facts.warnings)
 
 
+@pytest.mark.slow
 def test_unshare_mode_isolates_network_and_warns_about_the_filesystem(tmp_path, listener):
     problem = tmp_path / "probe_problem.py"
     problem.write_text(PROBE_PROBLEM.format(port=listener.port, target=str(tmp_path / "t.txt"),

@@ -90,6 +90,7 @@ def test_computing_threads_and_reading_pass():
     assert got == ("exit", 0), got  # the refused call, named, if the filter said no
 
 
+@pytest.mark.slow
 def test_writes_processes_programs_and_sockets_are_refused_and_named(tmp_path):
     target = tmp_path / "x.txt"
     v = _refused(_in_child(lambda _: open(target, "w") and 0), "openat")

@@ -32,6 +32,7 @@ def test_machine_factor_is_clamped_and_measured():
     assert limits.for_job()["run"] == 240 and limits.for_job(interpreted=True)["run"] == 960
 
 
+@pytest.mark.slow
 def test_stage_timeout_flag_limits_a_hung_candidate(tmp_path):
     """The default run limit here is 120 s or more; --stage-timeout 3 ends the hang in 3."""
     out = tmp_path / "r.json"

@@ -77,6 +77,7 @@ def test_rewritten_tunables_still_accepted(evaluator, tmp_path):
     assert result.accepted, result.reason
 
 
+@pytest.mark.slow
 def test_coverage_report_names_fused_and_kept_ops():
     text = explain_problem(str(PROBLEMS / "kb_level2_linear_swish_scale.py"))
     assert "fuses sigmoid, mul, div" in text
@@ -85,6 +86,7 @@ def test_coverage_report_names_fused_and_kept_ops():
     assert "amax, sub, exp, sum, div" in text and "torch:" not in text
 
 
+@pytest.mark.slow
 def test_unsupported_problem_is_explained_and_operator_returns_nothing():
     problem = str(PROBLEMS / "synth_flip.py")
     assert explain_problem(problem).startswith("not covered: no fusable op: flip")
@@ -94,6 +96,7 @@ def test_unsupported_problem_is_explained_and_operator_returns_nothing():
     assert asyncio.run(op.propose(_ctx(problem))) == []
 
 
+@pytest.mark.slow
 def test_optimize_on_an_uncovered_problem_says_why_and_what_to_do(tmp_path):
     from conftest import run_cli
 
@@ -112,6 +115,7 @@ def _ctx(problem, parents=(), seen=()):
                            rng_seed=0)
 
 
+@pytest.mark.slow
 def test_operator_drafts_once_per_language():
     problem = str(example("softmax"))
     op = SynthOperator(problem, "cpu", languages=["cpp", "triton"])
@@ -128,6 +132,7 @@ def test_operator_drafts_once_per_language():
             asyncio.run(SynthOperator(problem, "cpu").propose(_ctx(problem)))] == ["cpp"]
 
 
+@pytest.mark.slow
 def test_candidate_parameters_match_the_reference_under_the_same_seed(tmp_path):
     import torch
 
@@ -152,6 +157,7 @@ def test_plan_groups_var_into_two_passes():
     assert all(o.layout == "row" for k in p.kernels for o in k.outputs)
 
 
+@pytest.mark.slow
 def test_mid_reduction_is_one_kernel_and_explained():
     text = explain_problem(str(PROBLEMS / "synth_mid_mean.py"))
     assert "mid reduction kernel over dim 1" in text
@@ -174,6 +180,7 @@ def test_mid_reduction_tuned_block_still_accepted(evaluator, tmp_path):
     assert result.accepted, result.reason
 
 
+@pytest.mark.slow
 def test_integer_ops_keep_python_rounding_and_wrap_around():
     """The int kernel spells remainder/floor division with Python rounding and wraps int64
     multiplication in unsigned arithmetic (signed overflow is undefined in C++)."""
@@ -197,6 +204,7 @@ def test_integer_division_by_a_tensor_stays_in_torch():
                            {"kwargs": {}}))[1] == "rem"
 
 
+@pytest.mark.slow
 def test_embedding_lookup_fuses_and_raises_on_a_bad_index(tmp_path, monkeypatch):
     """The lookup is read through the table row by index; an out-of-range index raises
     IndexError as torch's embedding does, instead of reading outside the table."""
@@ -317,6 +325,7 @@ def get_init_inputs():
 '''
 
 
+@pytest.mark.slow
 def test_long_row_sums_keep_their_precision(tmp_path):
     """Sums over 262144 columns: one running float per SIMD lane (16384 values each) was off by
     about 3e-3 from the exact sum of normals, past the harness's 1e-4; chunked partial sums

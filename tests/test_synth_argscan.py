@@ -141,6 +141,7 @@ def _same(ref, got) -> None:
             assert torch.equal(r, g), (r, g)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["cpp", "triton"])
 @pytest.mark.parametrize("expr,make", CASES, ids=[f"{e}-{m}" for e, m in CASES])
 def test_solo_kernel_matches_torch_on_edge_inputs(tmp_path, language, expr, make):
@@ -181,6 +182,7 @@ def test_float_cumsum_in_another_dtype_stays_uncovered(tmp_path):
         synthesize(str(path), "cpp")
 
 
+@pytest.mark.slow
 def test_max_over_a_dim_is_one_kernel_writing_values_and_indices(tmp_path):
     """torch.max(x, dim) decomposes into amax and argmax; the argmax's solo kernel writes the
     values as well and no amax kernel is left (x is read once)."""

@@ -78,6 +78,7 @@ def _graphs(path: Path, real: bool):
     return [trace_case(module, case, real=real, binder=binder) for case in problem.cases]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SAME_GRAPH))
 def test_fake_trace_gives_the_full_size_trace_graph(name):
     path = SAME_GRAPH[name]
@@ -88,6 +89,7 @@ def test_fake_trace_gives_the_full_size_trace_graph(name):
     assert build_case(module, problem.cases[0]).real == ()  # nothing was built for real
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["fake", "model_needs_values", "inputs_need_values"])
 def test_initialisers_buffers_and_value_needing_builds(write, variant):
     """Initialisers, buffers, int/bool inputs and in-place edge rows trace fake; an __init__
@@ -151,6 +153,7 @@ print(json.dumps({"ops": [v.op for v in cap.graph.values.values()],
 """
 
 
+@pytest.mark.slow
 def test_a_4gib_intermediate_is_traced_without_allocating_it():
     """(32768, 1) * (1, 32768) float32 is a 4 GiB product; the full-size trace peaked at
     8.5 GiB of RSS. The fake trace's peak is the interpreter, torch and the graph."""
@@ -290,6 +293,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_init_globals_the_cases_vary_are_refused_by_name_and_parameters_are_not_globals(write):
     from kernelevolve.synth import explain_problem
     from kernelevolve.synth.module import Reference
@@ -326,6 +330,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_an_in_place_op_on_a_private_temporary_is_traced_out_of_place(write):
     """nn.RMSNorm's composite adds eps with `add_`: it used to stay a torch call between two
     kernels; as `add` the whole norm is one row kernel."""
@@ -361,6 +366,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_a_case_that_leaves_a_global_out_gets_the_module_default(write):
     """As the harness binds cases: a global a case does not set keeps the module's value, not
     the one the case traced before it set."""

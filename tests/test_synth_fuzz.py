@@ -306,6 +306,7 @@ CASES = ([("pointwise", seed, "cpp") for seed in SEEDS]
          + [("midnorm", seed, "triton") for seed in range(4)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family,seed,language", CASES)
 def test_random_program_matches_the_reference(tmp_path, monkeypatch, family, seed, language):
     monkeypatch.setenv("KERNELEVOLVE_CACHE_DIR", str(tmp_path / "cache"))

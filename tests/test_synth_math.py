@@ -120,6 +120,7 @@ def same(got: torch.Tensor, want: torch.Tensor, max_ulps: float = 4) -> torch.Te
     return both_nan | (sign & close & ~got.isnan() & ~want.isnan())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_accuracy_over_dense_grids(lib, name):
     _, ref, grids, bound = UNARY[name]
@@ -156,6 +157,7 @@ def test_unary_edges_match_torch(lib, name):
                            for i in torch.nonzero(bad).flatten().tolist()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_binary_edges_and_random_values_match_torch(lib, name):
     _, ref, bound = BINARY[name]
@@ -205,6 +207,7 @@ def test_hard_cases_near_multiples_of_half_pi(lib):
         assert err.max() <= 2, (name, x[int(err.argmax())].item(), err.max().item())
 
 
+@pytest.mark.slow
 def test_every_function_leaves_its_loop_vectorised(tmp_path):
     """g++ reports each `omp simd` loop it vectorises; a branch or a libm call in a function
     would leave its wrapper's loop scalar (without -ffast-math libm has no vector variant)."""
@@ -227,6 +230,7 @@ def test_every_function_leaves_its_loop_vectorised(tmp_path):
     assert not missing, f"not vectorised: {missing}"
 
 
+@pytest.mark.slow
 def test_fmod_with_a_constant_divisor_takes_fewer_steps_and_stays_exact(tmp_path):
     """cpp_expr gives ke_fmod the steps a constant divisor needs (the gap to FLT_MAX); with
     them the remainder is still exact for dividends of every exponent."""

@@ -68,6 +68,7 @@ def _traced_fns():
     return [(f, 1) for f in unary] + [(f, 2) for f in binary]
 
 
+@pytest.mark.slow
 def test_normalise_gives_only_vocabulary_pairs():
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -203,6 +204,7 @@ def test_both_emitters_spell_the_same_float_pairs():
     assert _float_pairs(cpp_expr) == _float_pairs(triton_expr)
 
 
+@pytest.mark.slow
 def test_every_spelling_computes_the_same_values_in_both_emitters(cpp_outputs, triton_outputs):
     """Every float pair, compiled C++ (with the prelude's math) against the interpreted Triton
     spelling on the same random inputs: the same NaN positions and values within 1e-5."""
@@ -217,6 +219,7 @@ def test_every_spelling_computes_the_same_values_in_both_emitters(cpp_outputs, t
     assert not bad, bad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OPS_PROBLEMS)
 def test_edge_value_problem_fuses_every_new_op(name):
     text = explain_problem(str(PROBLEMS / f"synth_ops_{name}.py"))
@@ -270,6 +273,7 @@ def test_huge_trig_arguments_reject_the_fast_path_and_accept_libm(evaluator, tmp
     assert libm.accepted, libm.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OPS_PROBLEMS)
 def test_edge_value_problem_kernels_vectorise(tmp_path, name):
     """g++ vectorises every elementwise loop of the drafts (a where reading a scalar operand

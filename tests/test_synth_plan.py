@@ -157,6 +157,7 @@ def test_softmax_caches_exp_for_the_store_pass_and_carries_the_max():
     assert div in s.uniform_divisors                    # divided by the row's sum
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["no_carry", "no_cache", "both"])
 def test_the_cpp_emitter_spells_the_schedule_it_is_given(tmp_path, monkeypatch, change):
     """Turn schedule decisions off: the candidate changes and still computes softmax."""
@@ -213,6 +214,7 @@ def test_indices_read_as_data_too_are_refused_by_both_planners(tmp_path):
      "float32 outputs and full-size int64, int32 and bool outputs are covered",
      "only float32 is covered"),
 ], ids=["input dtype", "broadcast", "output dtype"])
+@pytest.mark.slow
 def test_shared_checks_give_one_reason_with_each_planners_coverage(
         tmp_path, row, mid, inputs, init, same, row_cover, mid_cover):
     row_reason = _refusal(_problem(tmp_path, "row", f"return {row}", inputs, init))
@@ -328,6 +330,7 @@ def test_a_full_sum_after_a_mid_log_softmax_splits_at_the_flattening_view(tmp_pa
     assert [n.source_op for n in p.kernels[1].nodes] == ["sum", "view", "neg"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", ["synth_mid_norms.py", "synth_mid_softmax4d.py"])
 def test_every_position_loop_of_a_mid_kernel_vectorises(tmp_path, problem):
     """Each walk's and each level's loop over a task's inner positions is a vector loop (var_mean's

@@ -43,6 +43,7 @@ def _truth(ref_ms: float, cand_ms: float, rng) -> float:
     return float(np.median(r) / np.median(c))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [15, 40, 120])
 def test_one_case_interval_covers_the_true_speedup_at_its_rate(n):
     """The stated 95% bootstrap interval holds the true ratio in 90-99% of repeated
@@ -58,6 +59,7 @@ def test_one_case_interval_covers_the_true_speedup_at_its_rate(n):
     assert 0.90 <= hits / TRIALS <= 0.99, (n, hits / TRIALS, truth)
 
 
+@pytest.mark.slow
 def test_weighted_interval_covers_the_weighted_geomean_of_the_truths():
     rng = np.random.default_rng(99)
     bases = [(3.0, 1.5, 2.0), (0.4, 0.5, 1.0), (8.0, 2.0, 1.0)]   # (ref, cand, weight)
@@ -95,6 +97,7 @@ def _result_from(cases: dict[str, tuple[np.ndarray, np.ndarray]],
     return result
 
 
+@pytest.mark.slow
 def test_a_one_to_one_candidate_is_no_safe_improvement():
     """The same kernel timed against itself: its interval holds 1, and the run's answer is
     "no safe improvement". A 95% interval leaves 1 below it by chance at most 2.5% of the time,

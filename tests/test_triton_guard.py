@@ -86,6 +86,7 @@ def run_scenario(tmp_path, body: str, *, install: str = "triton_guard.install()"
     return json.loads(lines[-1][len("RESULT "):])
 
 
+@pytest.mark.slow
 @needs_triton
 def test_masked_kernel_passes_and_counts_one_launch_per_call(tmp_path):
     res = run_scenario(tmp_path, """
@@ -106,6 +107,7 @@ def test_masked_kernel_passes_and_counts_one_launch_per_call(tmp_path):
     assert res["after_reset"] == 0 and res["after_warmup"] == 0
 
 
+@pytest.mark.slow
 @needs_triton
 def test_off_by_one_mask_raises_on_load(tmp_path):
     res = run_scenario(tmp_path, """
@@ -123,6 +125,7 @@ def test_off_by_one_mask_raises_on_load(tmp_path):
     assert res["count"] == 0  # a launch that failed is not counted
 
 
+@pytest.mark.slow
 @needs_triton
 def test_out_of_bounds_store_is_caught_before_memory_is_written(tmp_path):
     res = run_scenario(tmp_path, """
@@ -138,6 +141,7 @@ def test_out_of_bounds_store_is_caught_before_memory_is_written(tmp_path):
     assert res["untouched"]
 
 
+@pytest.mark.slow
 @needs_triton
 def test_view_inside_storage_passes_but_reading_past_the_storage_fails(tmp_path):
     res = run_scenario(tmp_path, """
@@ -158,6 +162,7 @@ def test_view_inside_storage_passes_but_reading_past_the_storage_fails(tmp_path)
     assert "byte offset 128 of argument 'x_ptr', which holds 128 bytes" in past["message"]
 
 
+@pytest.mark.slow
 @needs_triton
 def test_autotuned_and_heuristics_kernels_count_one_launch_per_call(tmp_path):
     res = run_scenario(tmp_path, """
@@ -189,6 +194,7 @@ def test_autotuned_and_heuristics_kernels_count_one_launch_per_call(tmp_path):
     assert res["heur"] == {"error": None, "count": 1}
 
 
+@pytest.mark.slow
 @needs_triton
 def test_install_is_idempotent_and_covers_kernels_defined_before_and_after(tmp_path):
     res = run_scenario(tmp_path, """
@@ -211,6 +217,7 @@ def test_install_is_idempotent_and_covers_kernels_defined_before_and_after(tmp_p
     assert res["early"]["count"] == 1 and res["late"]["count"] == 2
 
 
+@pytest.mark.slow
 @needs_triton
 def test_block_pointers_and_atomics_are_checked(tmp_path):
     res = run_scenario(tmp_path, """

@@ -194,6 +194,7 @@ def test_family_key_ignores_only_the_tunable_values():
     assert family_key(SRC.replace("keep the comment", "changed")) != family_key(SRC)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ALL_EXAMPLES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_example_candidates_are_tunable(path):
     src = path.read_text()
@@ -351,6 +352,7 @@ def test_want_is_capped_by_what_is_left():
     assert len(drafts) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.0, 0.1, 0.3, 1.0])
 def test_restarts_happen_at_the_configured_rate(rate):
     # 6 knobs with 8 values: 262,144 configs, so neither neighbours nor the space run out.
@@ -378,6 +380,7 @@ def test_tune_meta_for_seeds():
     assert read_config(SRC) not in [d.meta["tune_config"] for d in drafts]
 
 
+@pytest.mark.slow
 def test_synth_declares_only_the_knobs_its_kernels_read(tmp_path):
     from kernelevolve.operators.tunables import space
     from kernelevolve.synth import synthesize
