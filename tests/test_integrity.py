@@ -137,3 +137,24 @@ def test_neutered_check_needs_a_reference_output_a_skipped_kernel_could_miss():
     bools = torch.tensor([True, False, True])
     assert "a fake kernel" in neutered_problem("normal", [nan, bools],
                                                {"outputs": [nan.clone(), bools.clone()]}, None)
+
+
+def test_neutered_check_ignores_an_all_zero_reference_output():
+    """The aten suite's argmin_all under the Triton interpreter was rejected as fake on its edge
+    case: a NaN comes first, so the answer is index 0, which a zero-filled output buffer holds
+    without any kernel. Zeros say nothing; any nonzero value still convicts."""
+    import torch
+
+    from kernelevolve.harness.integrity import neutered_problem
+
+    index0 = torch.tensor(0)
+    assert neutered_problem("edge", [index0], {"outputs": [torch.zeros((), dtype=torch.int64)]},
+                            None) is None
+    zeros = torch.zeros(4, 3)
+    assert neutered_problem("edge", [zeros], {"outputs": [zeros.clone()]}, None) is None
+    index5 = torch.tensor(5)
+    assert "a fake kernel" in neutered_problem("normal", [index5], {"outputs": [index5.clone()]},
+                                               None)
+    mostly_zero = torch.tensor([0.0, 0.0, 2.0])
+    assert "a fake kernel" in neutered_problem("normal", [mostly_zero],
+                                               {"outputs": [mostly_zero.clone()]}, None)

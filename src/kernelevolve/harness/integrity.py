@@ -98,8 +98,9 @@ def neutered_problem(case: str, ref_out: list[Any], neutered: dict[str, Any],
                      tolerance: dict[str, float] | None) -> str | None:
     """With every custom kernel skipped, a correct output means torch did the work. A case whose
     reference outputs carry no information a skipped kernel could fail to reproduce (all NaN or
-    inf, the poison an unwritten buffer often holds; a lone bool, which uninitialised memory
-    matches one time in two) cannot tell: it is left to the other cases and gates."""
+    inf, the poison an unwritten buffer often holds; all zeros, what fresh pages hold, such as
+    argmin's index 0 when a NaN comes first; a lone bool, which uninitialised memory matches
+    one time in two) cannot tell: it is left to the other cases and gates."""
     if "outputs" not in neutered or not any(_informative(r) for r in ref_out):
         return None
     cmp = compare_outputs(ref_out, neutered["outputs"], tolerance)
@@ -115,8 +116,8 @@ def _informative(t: Any) -> bool:
     if not isinstance(t, torch.Tensor) or t.numel() == 0:
         return False
     if t.is_floating_point():
-        return bool(torch.isfinite(t).any())
-    return t.numel() > 1 or t.dtype != torch.bool
+        return bool((torch.isfinite(t) & (t != 0)).any())
+    return bool((t != 0).any()) and (t.numel() > 1 or t.dtype != torch.bool)
 
 
 def timing_problem(case: str, data: dict[str, Any], wall_s: float) -> str | None:
