@@ -154,3 +154,38 @@ def test_launch_counts_is_a_copy(cache):
     counts = launch_counts()
     counts["cpp"] = 100
     assert launch_counts()["cpp"] == 0
+
+
+STOP_COUNTING_SCRIPT = r"""
+import ctypes, sys, torch
+from kernelevolve.runtime import cpp, launch_counts, load_cpp, ptr
+src = sys.stdin.read()
+lib = load_cpp(src, name="timed")
+lib.scale.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_float]
+lib.scale.restype = None
+kept = lib.add                      # a reference held elsewhere keeps counting
+assert lib.add(1, 1) == 2 and launch_counts()["cpp"] == 1
+cpp.stop_counting()
+x = torch.ones(4)
+lib.scale(ptr(x), ptr(x), 4, 3.0)   # the swapped function keeps its signature (a float)
+assert torch.equal(x, torch.full((4,), 3.0)), x
+assert lib.add(2, 3) == 5
+later = load_cpp(src, name="later")
+assert later.add(4, 4) == 8         # a library loaded after is plain too
+assert launch_counts()["cpp"] == 1, launch_counts()
+assert kept(1, 2) == 3 and launch_counts()["cpp"] == 2
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_stop_counting_makes_calls_plain_and_keeps_their_signatures(cache):
+    """The timed process stops counting: later calls (through the functions the glue looked up,
+    with their argtypes, and libraries loaded after) are plain ctypes calls. Run in a child,
+    since it is for the whole process."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", STOP_COUNTING_SCRIPT], input=ADD_SRC,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

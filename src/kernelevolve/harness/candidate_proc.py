@@ -108,6 +108,7 @@ def _serve(request: dict[str, Any], sock: socket.socket) -> None:
     except JobFailure as exc:
         frames.send_frame(sock, {"failed": {"stage": exc.stage, "reason": exc.reason}})
         return
+    cpp.stop_counting()  # this process only times: no launch count is read here
     frames.send_frame(sock, {"ready": True})
     _command_loop(sock, session, {(name, "ref"): m for name, m in models.items()},
                   request["candidate"])

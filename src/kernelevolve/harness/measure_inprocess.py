@@ -18,6 +18,7 @@ from kernelevolve.harness.errors_fmt import format_exception
 from kernelevolve.harness.jobs import _build_candidate, _guard, _load_candidate, _run_candidate
 from kernelevolve.harness.session import JobFailure, Session, digest
 from kernelevolve.harness.timing import TimingPolicy, interleaved
+from kernelevolve.runtime import cpp
 
 
 def _refill(targets: list[Any], values: list[Any]) -> None:
@@ -64,6 +65,7 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
         progress.stage("load")
         cands[case.name] = _build_candidate(session, module, case, path)
     _guard(snapshot, "while constructing ModelNew")
+    cpp.stop_counting()  # a timing job: no launch count is read here
     result: dict[str, Any] = {}
     for case in session.cases:
         progress.stage("timing")
