@@ -27,7 +27,7 @@ def fold_constants(g: Graph) -> Graph:
         return g
     values: dict[str, Value] = {}
     for name, v in g.values.items():
-        args = _substitute(v.args, consts)
+        args = substitute(v.args, consts)
         if name not in consts and args != v.args:
             folded = replace(v, args=args)
             norm = normalise(folded)
@@ -49,13 +49,13 @@ def _constant(v: Value) -> int | float | bool | None:
     return number if isinstance(number, (int, float, bool)) else None
 
 
-def _substitute(args: tuple[Any, ...], consts: dict[str, Any]) -> tuple[Any, ...]:
+def substitute(args: tuple[Any, ...], consts: dict[str, Any]) -> tuple[Any, ...]:
     out = []
     for a in args:
         if isinstance(a, Ref) and a.name in consts:
             out.append(consts[a.name])
         elif isinstance(a, (tuple, list)):
-            out.append(type(a)(_substitute(tuple(a), consts)))
+            out.append(type(a)(substitute(tuple(a), consts)))
         else:
             out.append(a)
     return tuple(out)

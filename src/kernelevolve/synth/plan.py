@@ -25,6 +25,7 @@ from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
 from kernelevolve.synth.plan_solo import SoloKernel, pair_values, solo_of
 from kernelevolve.synth.schedule import schedule
+from kernelevolve.synth.sink import sink_views
 
 __all__ = ["KInput", "KNode", "KOutput", "Kernel", "Layout", "LoopKind", "NodeKind", "Plan",
            "Reduction", "plan", "explain", "explain_error"]
@@ -104,9 +105,29 @@ def plan(cap: Capture | Graph) -> Plan:
     """The plan of a capture. A group a kernel cannot take because of a view inside it (a
     reshape of its rows: (B, C, H, W) -> (B, C, H*W) before a reduction, a group norm's
     (N, G, D) -> (N, C, H, W)) is planned again with those views as torch views between two
-    kernels; the first reason stands when that does not help."""
+    kernels; the first reason stands when that does not help. The graph with its reshapes
+    moved above their element-wise producers (sink.py) is planned too, and wins when it needs
+    fewer kernels (a norm or a loss over every element: one kernel instead of two)."""
     graphs = cap.graphs if isinstance(cap, Capture) else {"default": cap}
     graphs = {case: fold_constants(graph) for case, graph in graphs.items()}
+    sunk = {case: sink_views(graph) for case, graph in graphs.items()}
+    try:
+        best = _plan_splitting_views(graphs)
+    except NotCovered:
+        if all(sunk[c] is graphs[c] for c in graphs):
+            raise
+        return _plan_splitting_views(sunk)
+    if all(sunk[c] is graphs[c] for c in graphs):
+        return best
+    try:
+        other = _plan_splitting_views(sunk)
+    except NotCovered:
+        return best
+    launches = lambda p: len(p.kernels) + len(p.solos)  # noqa: E731
+    return other if launches(other) < launches(best) else best
+
+
+def _plan_splitting_views(graphs: dict[str, Graph]) -> Plan:
     g = next(iter(graphs.values()))
     norm = {n: normalise(v) for n, v in g.values.items() if v.op not in ("input", "param")}
     torch_views: frozenset[str] = frozenset()
