@@ -52,7 +52,10 @@ BINARY = {
     "floor_divide": ("ke_ffloordiv", torch.floor_divide, 0),
     "nextafter": ("ke_nextafter", torch.nextafter, 0),
     "copysign": ("std::copysign", torch.copysign, 0),
+    "pow": ("ke_pow", torch.pow, 1),
 }
+# the one-step fmod family (the flat kernels' first pass) and its exact 13-step counterpart
+FAST = {"fmod": "ke_fmod_fast", "remainder": "ke_frem_fast", "floor_divide": "ke_ffloordiv_fast"}
 EDGES = [0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 1.0000001, -1.0000001, 0.99999994, 0.5, -0.5,
          1.5, -2.5, 2.5, 88.72283, 88.7229, -87.5, -103.97, -104.5, 89.5, 90.0, 128.0, -149.0,
          -150.0, 3.4028235e38, -3.4028235e38, 1.1754942e-38, 1e-30, 262144.0, -262144.0, 1e5,
@@ -70,6 +73,11 @@ def _wrappers() -> str:
         out.append(f'extern "C" void b_{name}(const float* a, const float* b, float* y, int64_t n)'
                    f" {{\n    #pragma omp simd\n    for (int64_t i = 0; i < n; ++i) "
                    f"y[i] = {fn}(a[i], b[i]);\n}}")
+    for name, fn in FAST.items():
+        out.append(f'extern "C" void f_{name}(const float* a, const float* b, float* y, '
+                   f"int32_t* far, int64_t n) {{\n    #pragma omp simd\n"
+                   f"    for (int64_t i = 0; i < n; ++i) {{ int f = 0; y[i] = {fn}(f, a[i], b[i]);"
+                   f" far[i] = f; }}\n}}")
     return "\n".join(out)
 
 
@@ -84,6 +92,8 @@ def lib(tmp_path_factory):
         getattr(lib, f"u_{name}").argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int64]
     for name in BINARY:
         getattr(lib, f"b_{name}").argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64]
+    for name in FAST:
+        getattr(lib, f"f_{name}").argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64]
     return lib
 
 
@@ -191,6 +201,54 @@ def test_fmod_is_exact_across_every_exponent_gap(lib):
                                                                     tiny.double()).float())
 
 
+def test_one_step_fmod_is_exact_below_its_bound_and_says_where_it_is_not(lib):
+    """ke_fmod_fast and its remainder / floor division give the exact 13-step functions' bits
+    (signed zeros and NaN included) wherever the quotient is below 2^28, and raise `far`
+    exactly where it is not (the kernel then runs again exactly)."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.exp(torch.randn(300_000, generator=g) * 12) * torch.randn(300_000, generator=g)
+    b = torch.exp(torch.randn(300_000, generator=g) * 12) * torch.randn(300_000, generator=g)
+    edges = torch.tensor(PAIR_EDGES)
+    a = torch.cat([a.float(), edges.repeat_interleave(len(PAIR_EDGES))])
+    b = torch.cat([b.float(), edges.repeat(len(PAIR_EDGES))])
+    quotient = (a.double() / b.double()).abs()
+    for name in FAST:
+        y = torch.empty_like(a)
+        far = torch.empty(a.numel(), dtype=torch.int32)
+        getattr(lib, f"f_{name}")(a.data_ptr(), b.data_ptr(), y.data_ptr(), far.data_ptr(),
+                                  a.numel())
+        should = (quotient >= 2.0 ** 28) & torch.isfinite(a) & (b != 0)
+        assert torch.equal(far.bool(), should), name
+        assert 0 < int(should.sum()) < a.numel() // 4, "the draw must hold both kinds"
+        want = binary(lib, name, a, b)
+        near = ~should
+        same_bits = (y.view(torch.int32) == want.view(torch.int32)) | (y.isnan() & want.isnan())
+        bad = near & ~same_bits
+        assert not bad.any(), (name, [(a[i].item(), b[i].item(), y[i].item(), want[i].item())
+                                      for i in torch.nonzero(bad).flatten().tolist()[:5]])
+
+
+def test_pow_is_within_an_ulp_of_the_exact_power_for_any_exponent(lib):
+    """ke_pow against float64 pow rounded to float: positive bases over many octaves with large
+    exponents (where exp(y log x) in float loses |y log2 x| ulps), negative bases with integer
+    exponents (the sign of odd ones), results down in the subnormals."""
+    g = torch.Generator().manual_seed(4)
+    n = 300_000
+    x = torch.exp2(torch.rand(n, generator=g) * 40 - 20)
+    y = (torch.rand(n, generator=g) * 2 - 1) * 60
+    xi = -torch.exp2(torch.rand(n // 3, generator=g) * 8 - 4)
+    yi = torch.randint(-40, 41, (n // 3,), generator=g).float()
+    xs = torch.tensor([2.0, 0.5, 10.0, 1.0000001, 0.9999999, 3.0])
+    ys = torch.tensor([-149.0, 127.5, -44.0, 1e6, -1e6, -94.0])
+    a, b = torch.cat([x, xi, xs]).float(), torch.cat([y, yi, ys]).float()
+    got = binary(lib, "pow", a, b)
+    want = torch.pow(a.double(), b.double())
+    err = ulps(got, want)
+    assert err.max() <= 1, [(a[i].item(), b[i].item(), got[i].item(), want[i].item())
+                            for i in torch.nonzero(err > 1).flatten().tolist()[:5]]
+    assert (err <= 0.5).float().mean() > 0.999   # correctly rounded almost everywhere
+
+
 def test_trig_is_nan_beyond_its_reduction_bound(lib):
     x = torch.tensor([262144.0, 262144.03, -3e5, 1e30])
     for name in ("sin", "cos", "tan"):
@@ -223,7 +281,7 @@ def test_every_function_leaves_its_loop_vectorised(tmp_path):
     lines = SOURCE.splitlines()
     loops = {}
     for i, line in enumerate(lines, start=1):
-        m = re.match(r'extern "C" void ([ub]_\w+)\(', line)
+        m = re.match(r'extern "C" void ([ubf]_\w+)\(', line)
         if m:
             loops[m.group(1)] = i + 2     # the `for` line after the pragma
     missing = [name for name, line in loops.items() if line not in done]

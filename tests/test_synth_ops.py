@@ -251,6 +251,19 @@ def test_edge_value_problem_accepted_in_triton_interpreter(evaluator, tmp_path, 
     assert result.accepted, result.reason
 
 
+def test_fmod_by_a_tensor_takes_one_step_and_falls_back_exactly(evaluator, tmp_path):
+    """A flat kernel's fmod / remainder / floor division by a tensor runs the one-step double
+    version and, only when some quotient reached 2^28, the exact 13-step kernel again: the
+    problem's first case plants such quotients, its tail case has none; both are accepted."""
+    problem = PROBLEMS / "synth_fmod_quotients.py"
+    source, p = synthesize(str(problem), "cpp")
+    for name in ("ke_fmod", "ke_frem", "ke_ffloordiv"):
+        assert f"{name}_fast(ke_far, " in source and f"{name}<13>(" in source, name
+    assert source.count("if (ke_far) {") == len(p.kernels) == 3
+    result = _evaluate(evaluator, problem, source, tmp_path, "fmod_quotients")
+    assert result.accepted, result.reason
+
+
 def test_huge_trig_arguments_reject_the_fast_path_and_accept_libm(evaluator, tmp_path):
     """Beyond |x| = 2^18 the vectorised sin is NaN (cpp_trig.py): the harness rejects the
     FAST_EXP=1 draft on such inputs, and the same draft with FAST_EXP=0 (libm) is accepted."""

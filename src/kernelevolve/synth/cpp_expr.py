@@ -86,7 +86,8 @@ def _pow(n: KNode, x: list, t: str) -> str:
     """x ** e. torch computes e = 2, 3 and -2 as products (bit-identical here), 0.5 / -0.5 as
     (r)sqrt; other small integer exponents are products here too (within 2 ulp of torch's
     std::pow, which is scalar libm: x ** 3 was 0.16x eager as std::pow). A general exponent
-    stays std::pow: exp(e log x) in float loses |e log2 x| ulps."""
+    is ke_pow (cpp_pow.py: in double inside, since exp(e log x) in float loses |e log2 x|
+    ulps)."""
     a, b = x
     e = n.args[1]
     if not isinstance(e, Ref) and not isinstance(e, bool):
@@ -97,7 +98,7 @@ def _pow(n: KNode, x: list, t: str) -> str:
         if e == int(e) and 1 <= abs(e) <= 16:
             prod = power_product(a, int(abs(e)))
             return prod if e > 0 else f"(1.0f / {prod})"
-    return f"std::pow({a}, {b})"
+    return f"ke_pow({a}, {b})"
 
 
 def power_product(a: str, k: int) -> str:

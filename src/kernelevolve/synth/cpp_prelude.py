@@ -1,6 +1,6 @@
 """The C++ prelude every synthesized kernel file starts with: schedule macros, the
 vectorisable float math (cpp_math.py: exp and log; cpp_special.py: sigmoid, tanh, hyperbolic,
-erf; cpp_trig.py: trigonometry; each falls back to libm when FAST_EXP is 0), integer helpers
+erf; cpp_trig.py: trigonometry; cpp_pow.py: pow; each falls back to libm when FAST_EXP is 0), integer helpers
 with torch's wrap-around and rounding, and exact branch-free float helpers (fmod, remainder,
 floor division, hypot, nextafter, bucketize)."""
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from kernelevolve.synth.cpp_math import EXP_LOG
+from kernelevolve.synth.cpp_pow import POW
 from kernelevolve.synth.cpp_special import SPECIAL
 from kernelevolve.synth.cpp_trig import TRIG
 
@@ -20,7 +21,7 @@ TUNABLE_READERS = {
     "FAST_EXP": ("KE_EXP", "ke_exp2", "ke_expm1", "ke_log", "ke_log2", "ke_log10", "ke_log1p",
                  "ke_sigmoid", "ke_tanh", "ke_sinh", "ke_cosh", "ke_asinh", "ke_acosh",
                  "ke_atanh", "ke_normal_cdf", "ke_erf", "ke_erfc", "ke_sin", "ke_cos", "ke_tan",
-                 "ke_atan", "ke_atan2", "ke_asin", "ke_acos"),
+                 "ke_atan", "ke_atan2", "ke_asin", "ke_acos", "ke_pow"),
     "MID_BLOCK": ("MID_BLOCK",),
 }
 
@@ -45,7 +46,7 @@ PRELUDE = r"""
 #define KE_SCHEDULE schedule(static)
 #endif
 
-""" + EXP_LOG + SPECIAL + TRIG + r"""
+""" + EXP_LOG + SPECIAL + TRIG + POW + r"""
 
 // where(c, a, b) as a bit blend of both sides: with `c ? a : b` g++ may sink a side read
 // straight from memory (a scalar operand, `in1[0]`) into its branch, a conditional load that
@@ -123,24 +124,50 @@ template <int STEPS = 13> static inline float ke_fmod(float a, float b) {
     r = (y == 0.0f || x == INFINITY || a != a || b != b) ? NAN : r;
     return std::copysign(r, a);
 }
+// fmod in one step, in double: for float a and b the exact quotient |a| / |b| is either an
+// integer or at least 2^-24 away from one, so below 2^28 its double (relative error 2^-53)
+// truncates to the exact integer n, and |a| - n |b| is exact in double (n |b| has at most 52
+// significant bits) and in float (it is a multiple of |b|'s unit below |b|). A larger quotient
+// raises `far` (a zero divisor does not: its NaN needs no quotient), and the kernel then runs
+// again with ke_fmod<13> (emit_cpp.py, flat kernels).
+static inline float ke_fmod_fast(int& far, float a, float b) {
+    const float x = std::fabs(a), y = std::fabs(b);
+    const double q = static_cast<double>(x) / static_cast<double>(y);
+    float r = static_cast<float>(std::fma(-std::trunc(q), static_cast<double>(y),
+                                          static_cast<double>(x)));
+    far |= (q >= 268435456.0) & (x != INFINITY) & (y != 0.0f);
+    r = x < y ? x : r;
+    r = (y == 0.0f || x == INFINITY || a != a || b != b) ? NAN : r;
+    return std::copysign(r, a);
+}
 // torch.remainder on floats: fmod, plus b when the signs differ.
-template <int STEPS = 13> static inline float ke_frem(float a, float b) {
-    const float r = ke_fmod<STEPS>(a, b);
+static inline float ke_rem_of(float r, float b) {
     return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
+template <int STEPS = 13> static inline float ke_frem(float a, float b) {
+    return ke_rem_of(ke_fmod<STEPS>(a, b), b);
+}
+static inline float ke_frem_fast(int& far, float a, float b) {
+    return ke_rem_of(ke_fmod_fast(far, a, b), b);
 }
 // torch.floor_divide on floats (c10's div_floor_floating): floor(a / b) rounds the quotient
 // first and is off by one when a / b rounds up to an integer (a = 1, b = 0.1: 10, torch 9).
 // So: the exact multiple (a - fmod(a, b)) / b, one less when the remainder's sign differs
 // from b's, snapped to the nearest integer; a zero quotient keeps the sign of a / b, and a
 // zero divisor gives a / b (inf or NaN), as torch does. All selects.
-template <int STEPS = 13> static inline float ke_ffloordiv(float a, float b) {
-    const float mod = ke_fmod<STEPS>(a, b);
+static inline float ke_floordiv_of(float a, float b, float mod) {
     float div = (a - mod) / b;
     div = (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) ? div - 1.0f : div;
     float fl = std::floor(div);
     fl = div - fl > 0.5f ? fl + 1.0f : fl;
     fl = div == 0.0f ? std::copysign(0.0f, a / b) : fl;
     return b == 0.0f ? a / b : fl;
+}
+template <int STEPS = 13> static inline float ke_ffloordiv(float a, float b) {
+    return ke_floordiv_of(a, b, ke_fmod<STEPS>(a, b));
+}
+static inline float ke_ffloordiv_fast(int& far, float a, float b) {
+    return ke_floordiv_of(a, b, ke_fmod_fast(far, a, b));
 }
 // hypot in double: the squares of floats are exact there and cannot overflow; an infinite
 // operand gives inf even beside a NaN (C99, torch).

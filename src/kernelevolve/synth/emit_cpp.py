@@ -120,8 +120,18 @@ class KernelWriter(KernelWriterBase, RowBody, MidBody):
         body = ["        " + self.define(n, "i") for n in self.s.store.nodes]
         body += [f"        {o}[i] = v_{name};" for name, o in self.outputs.items()]
         loop = ["    for (int64_t i = 0; i < n; ++i) {", *body, "    }"]
-        return self.branch(self.parallel_if("n"), "#pragma omp parallel for simd schedule(static)",
-                           loop, ["    #pragma omp simd", *loop])
+        exact = self.branch(self.parallel_if("n"), "#pragma omp parallel for simd "
+                            "schedule(static)", loop, ["    #pragma omp simd", *loop])
+        fast = [_one_step_fmod(line) for line in loop]
+        if fast == loop:
+            return exact
+        # fmod by a tensor: the one-step double fmod, and the exact 13-step kernel again only
+        # when some quotient reached 2^28 (cpp_prelude.py's ke_fmod_fast)
+        red = " reduction(|:ke_far)"
+        return ["    int ke_far = 0;",
+                *self.branch(self.parallel_if("n"), "#pragma omp parallel for simd "
+                             "schedule(static)" + red, fast, ["    #pragma omp simd" + red, *fast]),
+                "    if (ke_far) {", *exact, "    }"]
 
     @staticmethod
     def branch(cond: str, pragma: str, parallel: list[str], serial: list[str]) -> list[str]:
@@ -129,3 +139,13 @@ class KernelWriter(KernelWriterBase, RowBody, MidBody):
         a region entered with a false `if` clause still goes through the OpenMP runtime (about
         a microsecond a call, a fifth of a small row reduction's time)."""
         return [f"    {cond} {{", f"    {pragma}", *parallel, "    } else {", *serial, "    }"]
+
+
+_FMOD_FAMILY = ("ke_fmod", "ke_frem", "ke_ffloordiv")
+
+
+def _one_step_fmod(line: str) -> str:
+    """`line` with the 13-step fmod family (a tensor divisor) spelled in one step."""
+    for name in _FMOD_FAMILY:
+        line = line.replace(f"{name}<13>(", f"{name}_fast(ke_far, ")
+    return line
