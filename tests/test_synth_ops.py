@@ -251,6 +251,17 @@ def test_edge_value_problem_accepted_in_triton_interpreter(evaluator, tmp_path, 
     assert result.accepted, result.reason
 
 
+@pytest.mark.parametrize("language", sorted(EMITTERS))
+def test_general_pow_is_accepted_across_cs_special_cases(evaluator, tmp_path, language):
+    """A tensor exponent, a non-integer constant one and a constant base (ke_pow / _ke_pow,
+    float64 inside) on rows that cross every special case of C's pow."""
+    problem = PROBLEMS / "synth_pow_general.py"
+    source, p = synthesize(str(problem), language)
+    assert len(p.kernels) == 5 and ("ke_pow(" in source)
+    result = _evaluate(evaluator, problem, source, tmp_path, f"pow_general_{language}")
+    assert result.accepted, result.reason
+
+
 def test_fmod_by_a_tensor_takes_one_step_and_falls_back_exactly(evaluator, tmp_path):
     """A flat kernel's fmod / remainder / floor division by a tensor runs the one-step double
     version and, only when some quotient reached 2^28, the exact 13-step kernel again: the

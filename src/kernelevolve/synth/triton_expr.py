@@ -83,17 +83,23 @@ _BINARY = {
 
 
 def _pow(n: KNode, x: list, t: str) -> str:
-    """The C++ emitter's products and square roots (cpp_expr._pow); no general exponent."""
-    a = x[0]
+    """The C++ emitter's products and square roots (cpp_expr._pow); a general exponent (or
+    base) is _ke_pow, in float64 inside (triton_math.py), a literal operand broadcast to the
+    other's shape."""
+    a, b = x
     e = n.args[1]
-    if isinstance(e, Ref) or isinstance(e, bool):
-        raise NotCovered("pow with a general exponent is not covered by the Triton emitter")
+    if isinstance(e, Ref) or isinstance(e, bool) or isinstance(n.args[0], (int, float)):
+        if not isinstance(n.args[0], Ref):
+            a = f"(tl.zeros_like({b}) + {a})"
+        if not isinstance(e, Ref):
+            b = f"(tl.zeros_like({a}) + {b})"
+        return f"_ke_pow({a}, {b})"
     e = float(e)
     special = {0.5: f"tl.sqrt({a})", -0.5: f"(1.0 / tl.sqrt({a}))", 0.0: f"tl.where({a} == {a}, 1.0, 1.0)"}
     if e in special:
         return special[e]
     if e != int(e) or not 1 <= abs(e) <= 16:
-        raise NotCovered("pow with a general exponent is not covered by the Triton emitter")
+        return f"_ke_pow({a}, (tl.zeros_like({a}) + {b}))"
     prod = power_product(a, int(abs(e)))
     return prod if e > 0 else f"(1.0 / {prod})"
 

@@ -44,6 +44,25 @@ _jit("_ke_ffloordiv(a, b)", [
     "    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)",
     "    zero = tl.where((a / b) < 0, -0.0, 0.0)",
     "    return tl.where(b == 0, a / b, tl.where(div == 0, zero, fl))"])
+_jit("_ke_pow(x, y)", [
+    "    # C's pow (cpp_pow.py's ke_pow): 2^(y log2|x|) in float64, where a float exp(y log x)",
+    "    # loses |y log2 x| ulps; y = 0 and x = 1 give 1 beside NaN, zero and infinite x and",
+    "    # infinite y by their limits, the sign of a negative x to an odd integer y, NaN for a",
+    "    # negative finite x to a non-integer y",
+    "    ax = tl.abs(x)",
+    "    ay = tl.abs(y)",
+    "    t = y.to(tl.float64) * tl.log2(ax.to(tl.float64))",
+    "    t = tl.where(t < -190.0, -190.0, tl.where(t > 190.0, 190.0, t))",
+    "    v = tl.exp2(t).to(tl.float32)",
+    "    whole = y == tl.where(y < 0, tl.ceil(y), tl.floor(y))",
+    "    odd = (ay - 2.0 * tl.floor(0.5 * ay)) == 1.0",
+    f"    lim = tl.where((ax < 1.0) ^ (y < 0), 0.0, {_INF})",
+    f"    v = tl.where((ax == 0) | (ax == {_INF}), tl.where((ax == 0) ^ (y < 0), 0.0, {_INF}), v)",
+    f"    v = tl.where(ay == {_INF}, tl.where(ax == 1.0, 1.0, lim), v)",
+    "    v = tl.where((x.to(tl.int32, bitcast=True) < 0) & odd, -v, v)",
+    f"    v = tl.where((x < 0) & (ax != {_INF}) & (whole == 0), {_NAN}, v)",
+    f"    v = tl.where((x != x) | (y != y), {_NAN}, v)",
+    "    return tl.where((y == 0) | (x == 1.0), 1.0, v)"])
 _jit("_ke_bucketize(x, table, n, RIGHT: tl.constexpr)", [
     "    # boundaries before x, counted (sorted boundaries: torch.bucketize's index)",
     "    count = tl.zeros_like(x).to(tl.int64)",
