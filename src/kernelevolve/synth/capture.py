@@ -17,7 +17,7 @@ that is 1 in one case only changes how it broadcasts).
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernelevolve.synth import decomp
@@ -69,6 +69,10 @@ class Graph:
     params: dict[str, str]       # value name -> qualified parameter/buffer name
     outputs: list[str]
     forward_args: list[str]      # forward's argument names (from the trace's inputs)
+    # the model's numeric attributes in this case (path -> number; lift.py reads them)
+    numbers: dict[str, float] = field(default_factory=dict)
+    # parameters lift.py made: qualified name -> the model attribute they hold
+    lifted: dict[str, str] = field(default_factory=dict)
 
     def users(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {n: [] for n in self.values}
@@ -141,11 +145,11 @@ def trace_case(module, case, *, real: bool = False, binder=None) -> Graph:
     from kernelevolve.synth.trace import TraceRefused, trace_case as trace_gm
 
     try:
-        gm, names, inputs = trace_gm(module, case, _decompositions(), real=real,
-                                     binder=binder)
+        gm, names, inputs, numbers = trace_gm(module, case, _decompositions(), real=real,
+                                              binder=binder)
     except TraceRefused as exc:
         raise NotCovered(str(exc)) from None
-    return _to_graph(gm, names, inputs)
+    return replace(_to_graph(gm, names, inputs), numbers=numbers)
 
 
 def _dtype_name(dtype) -> str:
@@ -284,6 +288,7 @@ class Capture:
 def capture(problem_path: str) -> Capture:
     """Trace every case, and the harness's held-out case when it derives one; raise NotCovered
     when the cases do not share one graph. Views whose sizes vary get call-time shapes."""
+    from kernelevolve.synth.lift import lift_case_numbers
     from kernelevolve.synth.shapes import annotate_call_shapes
 
     problem = load_problem(problem_path)
@@ -298,6 +303,7 @@ def capture(problem_path: str) -> Capture:
             cases[held.name] = held
         except NotCovered:
             pass  # the harness drops a derived shape the reference cannot run; so do we
+    graphs = lift_case_numbers(graphs)
     _check_one_graph(graphs, cases, problem.size_globals)
     annotate_call_shapes(graphs)
     return Capture(problem.path, graphs, module)

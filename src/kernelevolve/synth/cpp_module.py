@@ -7,8 +7,8 @@ from kernelevolve.synth.cpp_prelude import PRELUDE, tunables_read
 from kernelevolve.synth import emit_cpp_solo
 from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
-                                       ident, imports_of, problem_name, table_args, torch_step,
-                                       var)
+                                       ident, imports_of, init_source, problem_name, table_args,
+                                       torch_step, var)
 from kernelevolve.synth.plan import Kernel, LoopKind, Plan
 from kernelevolve.synth.plan_solo import SoloKernel
 from kernelevolve.synth.solo_glue import solo_setup
@@ -81,7 +81,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
               "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
-              else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
+              else "class ModelNew(torch.nn.Module):", init_source(ref, g), "",
               f"    def forward(self, {', '.join(ref.forward_args)}):"]
     body = forward_prologue(p, ref)
     for kind, item in p.steps:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_epilogue,
-                                       forward_prologue, imports_of, problem_name, table_args,
-                                       torch_step, var)
+                                       forward_prologue, imports_of, init_source, problem_name,
+                                       table_args, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, LoopKind, Plan, Reduction
 from kernelevolve.synth.plan_solo import SoloKernel
 from kernelevolve.synth.schedule import Pass, Programs
@@ -178,7 +178,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
              *(["# Module-level constants Model.__init__ reads.", *ref.constants, "", ""]
                if ref.constants else []),
              "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
-             else "class ModelNew(torch.nn.Module):", ref.init_src.rstrip("\n"), "",
+             else "class ModelNew(torch.nn.Module):", init_source(ref, g), "",
              f"    def forward(self, {', '.join(ref.forward_args)}):"]
     body = forward_prologue(p, ref)
     for kind, item in p.steps:

@@ -221,6 +221,17 @@ TORCH_FUNCTIONS = {
 }
 
 
+def init_source(ref: Reference, g) -> str:
+    """`ModelNew.__init__`: the reference's own body, then a non-persistent buffer for each
+    number lift.py made a kernel input (so it follows `.to(device)`), from the attribute the
+    body just set."""
+    lines = [ref.init_src.rstrip("\n")]
+    for qualified, attr in sorted(g.lifted.items()):
+        lines.append(f"        self.register_buffer({qualified!r}, torch.tensor(float("
+                     f"self.{attr}), dtype=torch.float32), persistent=False)")
+    return "\n".join(lines)
+
+
 def forward_prologue(p: Plan, ref: Reference) -> list[str]:
     g = p.graph
     used = {r for v in g.values.values() for r in v.refs()} | set(g.outputs)

@@ -57,7 +57,8 @@ def build_case(module, case, *, real: bool = False, binder=None) -> Built:
 
 
 def trace_case(module, case, decompositions: dict, *, real: bool = False, binder=None):
-    """(GraphModule, parameter/buffer names, forward inputs) for `case` of `module`."""
+    """(GraphModule, parameter/buffer names, forward inputs, the model's numeric attributes)
+    for `case` of `module`."""
     import torch
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -70,14 +71,27 @@ def trace_case(module, case, decompositions: dict, *, real: bool = False, binder
     with torch.no_grad(), _quiet():
         if real:
             return make_fx(f, decomposition_table=decompositions)(b.tensors, *b.inputs), \
-                b.names, b.inputs
+                b.names, b.inputs, model_numbers(b.model)
         try:  # make_fx finds the mode on the fake tensors and traces under it
             gm = make_fx(f, decomposition_table=decompositions,
                          tracing_mode="fake")(b.tensors, *b.inputs)
         except Exception as exc:  # noqa: BLE001 - sorted into reasons below
             _refuse(exc)
             raise
-    return gm, b.names, b.inputs
+    return gm, b.names, b.inputs, model_numbers(b.model)
+
+
+def model_numbers(model) -> dict[str, float]:
+    """The model's plain numeric attributes (`self.scale`, `self.block.eps`) by dotted path:
+    the numbers a forward may read and the trace inlines (lift.py)."""
+    out: dict[str, float] = {}
+    for prefix, sub in model.named_modules():
+        for key, value in vars(sub).items():
+            if key.startswith("_") or key == "training" or isinstance(value, bool):
+                continue
+            if isinstance(value, (int, float)):
+                out[f"{prefix}.{key}" if prefix else key] = value
+    return out
 
 
 @contextmanager
