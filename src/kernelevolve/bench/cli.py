@@ -19,6 +19,9 @@ from typing import Any, Optional
 
 import typer
 
+from kernelevolve.cli_options import (OPT_EXECUTOR, OPT_LLM_API_KEY_ENV, OPT_LLM_BASE_URL,
+                                       OPT_RAY_ADDRESS)
+
 
 def _user_errors():
     from kernelevolve.cli_errors import user_errors as handler
@@ -68,13 +71,8 @@ BENCH_PLATFORM = typer.Option(None, "--platform", metavar="NAME",
                                    "targets` (cpu).")
 BENCH_WORKERS = typer.Option(None, "--workers", metavar="N",
                              help="Evaluation slots per problem (1).")
-BENCH_EXECUTOR = typer.Option(None, "--executor", metavar="NAME",
-                              help="local or ray (local).")
-BENCH_RAY_ADDRESS = typer.Option(None, "--ray-address", metavar="HOST:PORT")
 BENCH_LLM = typer.Option(None, "--llm", metavar="PROVIDER:MODEL",
                          help="The model (none: the built-in synthesizer).")
-BENCH_LLM_BASE_URL = typer.Option(None, "--llm-base-url", metavar="URL")
-BENCH_LLM_API_KEY_ENV = typer.Option(None, "--llm-api-key-env", metavar="VAR")
 BENCH_COMPILE_BASELINE = typer.Option(
     None, "--compile/--no-compile", help="Time torch.compile once per problem, for fast_p "
                                          "over it (one inductor compile per case; on with --search, off with --draft).")
@@ -100,11 +98,11 @@ def bench_cmd(
     operator: Optional[list[str]] = BENCH_OPERATOR,
     platform: Optional[str] = BENCH_PLATFORM,
     workers: Optional[int] = BENCH_WORKERS,
-    executor: Optional[str] = BENCH_EXECUTOR,
-    ray_address: Optional[str] = BENCH_RAY_ADDRESS,
+    executor: Optional[str] = OPT_EXECUTOR,
+    ray_address: Optional[str] = OPT_RAY_ADDRESS,
     llm: Optional[str] = BENCH_LLM,
-    llm_base_url: Optional[str] = BENCH_LLM_BASE_URL,
-    llm_api_key_env: Optional[str] = BENCH_LLM_API_KEY_ENV,
+    llm_base_url: Optional[str] = OPT_LLM_BASE_URL,
+    llm_api_key_env: Optional[str] = OPT_LLM_API_KEY_ENV,
     compile_baseline: Optional[bool] = BENCH_COMPILE_BASELINE,
     json_path: Optional[Path] = BENCH_JSON_PATH,
     html_path: Optional[Path] = BENCH_HTML_PATH,

@@ -27,7 +27,7 @@ _ELEMENTWISE = ("unary", "binary", "where", "clamp", "cast")
 
 
 def sink_views(g: Graph) -> Graph:
-    """`g` with every reshape that can moved above its element-wise producer (a new graph;
+    """`g` with every reshape that can move above its element-wise producer (a new graph;
     `g` is left as it was). The moved op takes the reshape's name, so its readers and the
     graph's outputs need no change."""
     while True:
