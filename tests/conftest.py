@@ -44,6 +44,42 @@ def evaluator():
     ev.close()
 
 
+# Where the secret-file attacks (tests/corpus/bad_secret_file_*.py) look for a project's `.env`:
+# the driver's current folder, the problem's own folder, and a folder under /opt. The names are
+# fixed so that a candidate can find them; the value is new every session and must never appear
+# in anything the harness hands back (result, reason, logs, JSON, prompt).
+SECRET_FILE_NAME = "kernelevolve_corpus_secret.env"
+SECRET_PROJECT = PROBLEMS / "secret_project"
+SECRET_OPT = Path("/opt/kernelevolve_corpus_secret")
+
+
+def secret_file_paths() -> list[Path]:
+    return [Path.cwd() / SECRET_FILE_NAME, SECRET_PROJECT / ".env", SECRET_OPT / ".env"]
+
+
+@pytest.fixture(scope="session")
+def planted_secrets():
+    """Plant the session's secret in every place a project's secrets live; yield the secret."""
+    import secrets as _secrets
+
+    value = "KE_CORPUS_SECRET_" + _secrets.token_hex(12)
+    planted: list[Path] = []
+    for path in secret_file_paths():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"OPENAI_API_KEY={value}\n")
+            planted.append(path)
+        except OSError as exc:  # e.g. /opt not writable for a non-root user
+            print(f"planted_secrets: could not write {path}: {exc}")
+    yield value
+    for path in planted:
+        path.unlink(missing_ok=True)
+    try:
+        SECRET_OPT.rmdir()
+    except OSError:
+        pass
+
+
 @pytest.fixture
 def write(tmp_path):
     """Write a file under tmp_path and return its path."""

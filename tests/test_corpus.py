@@ -7,6 +7,7 @@ robustness stand). After every run, nothing an escape attempt tried to leave may
 """
 from __future__ import annotations
 
+import json
 import platform
 import re
 from dataclasses import replace
@@ -43,7 +44,9 @@ def problem_path(value: str) -> Path:
     return CORPUS.parent / value if value.endswith(".py") else example(value)
 
 
-def _check(result, stage: str, reason: str | None, name: str) -> None:
+def _check(result, stage: str, reason: str | None, name: str, secret: str | None = None) -> None:
+    if secret is not None:  # nothing a planted secret file holds may come back, in any field
+        assert secret not in json.dumps(result.to_dict()), f"{name}: the planted secret leaked"
     stages = stage.split("|")
     assert result.stage in stages, f"{name}: expected stage {stage}, got {result.stage}: {result.reason}"
     assert result.accepted == (result.stage == "accepted"), name
@@ -62,18 +65,19 @@ def escape_traces(stem: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("path", CANDIDATES, ids=[p.stem for p in CANDIDATES])
-def test_corpus_candidate(evaluator, path):
+def test_corpus_candidate(evaluator, planted_secrets, path):
     fields = header(path)
     if fields.get("arch", platform.machine()) != platform.machine():
         pytest.skip(f"{path.name} is written for {fields['arch']}")
     result = evaluator.evaluate(problem_path(fields["problem"]), path)
-    _check(result, fields["expect"], fields.get("reason"), path.name)
+    _check(result, fields["expect"], fields.get("reason"), path.name, planted_secrets)
     for layer, off in _LAYERS.items():
         if layer not in fields:
             continue
         opts = replace(evaluator.options, **off)
         result = evaluator.evaluate(problem_path(fields["problem"]), path, options=opts)
-        _check(result, fields[layer], fields.get(f"{layer}_reason"), f"{path.name} ({layer})")
+        _check(result, fields[layer], fields.get(f"{layer}_reason"), f"{path.name} ({layer})",
+               planted_secrets)
         # Escape attempts that ran must have left no trace outside the sandbox.
         assert not escape_traces(path.stem), f"{path.name} ({layer}) got out: {escape_traces(path.stem)}"
 
