@@ -24,6 +24,7 @@ from typing import Any
 from kernelevolve.errors import CppCompileError
 from kernelevolve.harness import native_allow, sandbox
 from kernelevolve.harness.native_inspect import Inspection, inspect_library
+from kernelevolve.harness.text import clean_tree
 from kernelevolve.runtime.cpp import build, library_stem
 from kernelevolve.runtime.cpp_cache import LIBRARIES_SUBDIR, LibraryCache
 
@@ -70,7 +71,7 @@ class BuildService:
                ) -> dict[str, Any]:
         """Answer one request from a job (untrusted data); appends what happened to `log`.
         `inspect=False` (tests of the layers behind it) serves refused libraries too."""
-        reply = self._answer(request, inspect)
+        reply = clean_tree(self._answer(request, inspect))  # compiler output is candidate text
         entry = {k: v for k, v in reply.items() if k != "log"}
         if reply.get("ok"):  # what a registry needs to serve this library again (registry/)
             entry.update(source_sha256=hashlib.sha256(request["source"].encode()).hexdigest(),

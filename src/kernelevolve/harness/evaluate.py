@@ -23,6 +23,7 @@ from kernelevolve.harness.pool import JobOutcome, Limits, WorkerPool
 from kernelevolve.harness.roofline import apply_roofline
 from kernelevolve.harness.static import check_static
 from kernelevolve.harness.scoring import score
+from kernelevolve.harness.text import clean
 from kernelevolve.harness.timing import TimingPolicy
 from kernelevolve.plugins import get_platform
 from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
@@ -176,8 +177,8 @@ class _Run:
                 "cases": [{"name": c.name, "weight": c.weight, "bindings": c.bindings,
                            "held_out": c.held_out} for c in cases]}
 
-    def reject(self, stage: str, reason: str) -> None:
-        self.result.accepted, self.result.stage, self.result.reason = False, stage, reason
+    def reject(self, stage: str, reason: str) -> None:  # static reasons quote candidate source
+        self.result.accepted, self.result.stage, self.result.reason = False, stage, clean(reason)
         self.result.fitness = 0.0
 
     def stop(self, after: str, detail: str = "") -> None:
@@ -301,10 +302,9 @@ class _Run:
         return ref
 
     def _keep_logs(self, job: str, out: JobOutcome) -> None:
-        """What the candidate printed (tails), kept with the result as its logs."""
-        for stream, text in (("stdout", out.stdout_tail), ("stderr", out.stderr_tail)):
-            if text.strip():
-                self.result.logs[f"{job}.{stream}"] = text
+        """What the candidate printed (tails, made inert by outcome.py), kept as its logs."""
+        self.result.logs.update({f"{job}.{stream}": text for stream, text in (
+            ("stdout", out.stdout_tail), ("stderr", out.stderr_tail)) if text.strip()})
 
     def _failure(self, out: JobOutcome) -> tuple[str, str]:
         if out.status == "failed":  # the job's own report: untrusted, so checked field by field

@@ -2,7 +2,8 @@
 
 The server's reply is untrusted bytes (it shares a sandbox with candidate code): `from_reply`
 accepts only fields of the expected types and values, so a malformed reply becomes a failed
-job with a reason, never an exception in the driver.
+job with a reason, never an exception in the driver. Its text (the candidate's output tails,
+reasons) is made inert here, where it enters the driver (harness/text.py).
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import math
 import signal
 from dataclasses import dataclass, field
 from typing import Any
+
+from kernelevolve.harness.text import clean
 
 STATUSES = ("exited", "signaled", "timeout", "violation", "protocol")
 STAGES = ("start", "problem", "load", "run", "compile", "timing")
@@ -76,7 +79,7 @@ def _num(value: Any, default: float = 0.0) -> float:
 
 
 def _text(value: Any, limit: int = TAIL_CHARS) -> str:
-    return value[-limit:] if isinstance(value, str) else ""
+    return clean(value[-limit:]) if isinstance(value, str) else ""
 
 
 def _small_int(value: Any) -> int | None:

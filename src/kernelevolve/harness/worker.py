@@ -26,7 +26,7 @@ from typing import Any
 
 from kernelevolve import knobs, plugins
 from kernelevolve.errors import SandboxError
-from kernelevolve.harness import frames, outcome, sandbox, wire
+from kernelevolve.harness import frames, outcome, sandbox, text, wire
 from kernelevolve.harness.build_service import BuildService
 from kernelevolve.harness.outcome import JobOutcome
 from kernelevolve.platforms import Platform
@@ -207,8 +207,8 @@ class Worker:
             tail = self._server_log_tail()
             self.kill()
             return JobOutcome("lost", None, reason="the worker server stopped answering or sent "
-                              "a malformed reply, and was restarted" + (f": {tail[-300:]}"
-                                                                        if tail.strip() else ""))
+                              "a malformed reply, and was restarted" +
+                              (f": {text.clean(tail[-300:])}" if tail.strip() else ""))
         out = outcome.from_reply(reply)
         if out.status != "crashed" or out.reason or reply.get("status") != "exited" \
                 or out.code != 0:
@@ -223,10 +223,10 @@ class Worker:
         try:
             result = wire.decode(os.pread(result_fd, size, 0))
         except wire.WireError as exc:
-            out.reason = f"the job's result is malformed: {exc}"
+            out.reason = f"the job's result is malformed: {text.clean(str(exc))}"
             return out
-        if isinstance(result, dict):
-            out.result = result
+        if isinstance(result, dict):  # its strings made inert here, where they enter the driver
+            out.result = text.clean_tree(result)
             out.status = "ok" if result.get("ok") is True else "failed"
         else:
             out.reason = "the job's result is not an object"

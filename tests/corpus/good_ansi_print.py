@@ -1,0 +1,49 @@
+# problem: softmax
+# expect: accepted
+"""An honest, correct C++ row softmax whose forward prints ANSI escapes (colour, clear screen, a
+window title) on its first calls, as a noisy debug print would. It is accepted, and its logs
+keep the escapes in a visible form only (`\\x1b[32m`): nothing it printed can drive a terminal."""
+import ctypes
+
+import torch
+import torch.nn as nn
+
+from kernelevolve.runtime import load_cpp, ptr
+
+SRC = r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
+    #pragma omp parallel for if(rows * cols > 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; ++c) { yr[c] = std::exp(xr[c] - m); s += yr[c]; }
+        const float inv = static_cast<float>(1.0 / s);
+        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    }
+}
+"""
+lib = load_cpp(SRC, name="corpus_softmax")
+lib.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+lib.softmax_rows.restype = None
+
+CALLS = [0]
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        if CALLS[0] < 2:  # a debug print on the first calls only: timing stays honest
+            CALLS[0] += 1
+            print(f"\x1b[2J\x1b]0;softmax debug\x07\x1b[32mrows={x.shape[0]}\x1b[0m "
+                  f"\x1b[1;31mcols={x.shape[1]}\x1b[0m", flush=True)
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.softmax_rows(ptr(x), ptr(y), x.shape[0], x.shape[1])
+        return y
