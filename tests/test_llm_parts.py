@@ -58,7 +58,7 @@ def test_memory_summarises_progress_and_failures():
     text = history_table(_graph())
     assert "4 evaluated: 2 accepted, 2 rejected. Best: node 3 at 1.600x" in text
     assert "| 3 | 1 | llm | blocked rows by 16 | best | 1.600x |" in text
-    assert "| 4 | 3 | llm | other | rejected: correctness | - | wrong result" in text
+    assert "| 4 | 3 | llm | other | rejected: correctness | - | `wrong result" in text
     assert history_table(SearchGraph()) == "Nothing evaluated yet."
 
 

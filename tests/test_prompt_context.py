@@ -56,7 +56,7 @@ def test_history_lists_every_node_best_first_with_regressions_and_rejections():
     assert [r.split("|")[1].strip() for r in rows] == ["4", "1", "3", "2"]  # best first
     assert "| 4 | 1 | tune | tune: ROWS_PER_TASK=16 | best | 1.900x | 0.526 / 0.526 |" in text
     assert "| 3 | 1 | llm | unroll the scale pass | REGRESSED (parent 1.600x) | 1.200x |" in text
-    assert ("| 2 | 0 | llm | vectorised by 8, no tail loop | rejected: correctness | - | wrong "
+    assert ("| 2 | 0 | llm | vectorised by 8, no tail loop | rejected: correctness | - | `wrong "
             "result on case 'tail'") in text
     assert "eager PyTorch: 1 / 1 ms" in text
     assert "Ideas that failed or regressed" in text and "- node 3 (REGRESSED)" in text

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Awaitable, Callable
 
+from kernelevolve.harness.text import REASON_LABEL, quoted
 from kernelevolve.llm.tools import ToolCall, ToolSpec
 from kernelevolve.operators.reply import GenerationFailure, parse_reply
 
@@ -19,6 +20,7 @@ from kernelevolve.operators.reply import GenerationFailure, parse_reply
 ToolEvaluate = Callable[[str, str, tuple, "str | None"], Awaitable[dict[str, Any]]]
 
 RESULT_CHARS = 4000   # a reason can be 20 000 characters; a tool result stays readable
+REASON_CHARS = 3000   # cut before it is fenced, so the cap never cuts the closing fence
 _SOURCE = {"type": "string", "description": "the complete Python module (defines ModelNew)"}
 _CASE = {"type": "string", "description": "a case name (default: the first case)"}
 # Fields of a result that are not figures (paths, provenance, logs) or shown elsewhere.
@@ -134,13 +136,20 @@ def compile_text(result: dict[str, Any], case: str) -> str:
     if result.get("accepted"):
         reason = result.get("reason") or ""
         i = reason.find("; then at ")  # it loaded, and forward failed later (evaluate.py stop)
-        return "ok: compiled and loaded" + ("" if i < 0 else "\n" + reason[i + 2:])
-    return f"error at stage {result.get('stage')}:\n{result.get('reason', '')}"
+        return "ok: compiled and loaded" + ("" if i < 0 else "\n" + _reason(reason[i + 2:]))
+    return f"error at stage {result.get('stage')}:\n{_reason(result.get('reason'))}"
+
+
+def _reason(text: Any) -> str:
+    """A verdict's reason for the model: cut, cleaned and fenced as the candidate's data."""
+    text = str(text or "")
+    cut = text[:REASON_CHARS] + ("\n… (cut)" if len(text) > REASON_CHARS else "")
+    return quoted(cut, REASON_LABEL)
 
 
 def check_text(result: dict[str, Any], case: str) -> str:
     lines = [f"verdict: {_verdict(result)}", f"stage: {result.get('stage')}",
-             f"reason: {result.get('reason', '')}"]
+             _reason(result.get("reason"))]
     for c in result.get("cases") or []:
         if c.get("correct") is not None:
             lines.append(f"case {c['name']}: correct {c['correct']}, max abs err "
@@ -151,7 +160,7 @@ def check_text(result: dict[str, Any], case: str) -> str:
 def time_text(result: dict[str, Any], case: str) -> str:
     lines = [f"verdict: {_verdict(result)}", f"stage: {result.get('stage')}"]
     if not result.get("measured"):
-        lines.append(f"reason: {result.get('reason', '')}")
+        lines.append(_reason(result.get("reason")))
         return "\n".join(lines)
     for c in result.get("cases") or []:
         if c.get("cand_ms") is not None:

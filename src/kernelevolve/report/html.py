@@ -199,9 +199,28 @@ def _best_section(s: dict) -> str:
     code = (f'<pre><code class="language-python">{esc(src)}</code></pre>' if src
             else '<p class="muted">Source not recorded.</p>')
     body = (_cases_table(s.get("best_cases") or []) + '<h2 style="margin-top:14px">Source</h2>'
-            + code + _diff_body(s.get("best_diff")))
+            + code + _diff_body(s.get("best_diff")) + _logs_body(s.get("best_logs")))
     return _section("Best kernel", body, "best",
                     f"node #{best.get('node_id')} · {fmt_x(best.get('speedup'))}")
+
+
+def _logs_body(logs: dict | None) -> str:
+    """What the best kernel printed, per stream (escapes shown, never acted on)."""
+    if not logs:
+        return ""
+    blocks = "".join(f'<p class="muted">{esc(stream)}</p><pre><code>{esc(text)}</code></pre>'
+                     for stream, text in sorted(logs.items()))
+    return f'<h2 style="margin-top:14px">Its output</h2><div id="best-logs">{blocks}</div>'
+
+
+def _reason_cell(node: dict) -> str:
+    """A rejected node's reason: its first line, the whole of it folded beneath."""
+    reason = (node.get("reason") or "").strip() if node.get("stage") != "accepted" else ""
+    if not reason:
+        return "<td></td>"
+    first = reason.splitlines()[0][:160]
+    return (f"<td><details><summary>{esc(first)}</summary>"
+            f"<pre><code>{esc(reason)}</code></pre></details></td>")
 
 
 def _diff_body(diff: dict | None) -> str:
@@ -242,7 +261,8 @@ def _nodes_table(nodes: list[dict], best_id: int | None) -> str:
     if not nodes:
         return ""
     head = ("<tr><th class=num>id</th><th>parents</th><th>operator</th><th>stage</th>"
-            "<th class=num>search-time fitness</th><th class=num>speedup</th><th>rationale</th></tr>")
+            "<th class=num>search-time fitness</th><th class=num>speedup</th><th>rationale</th>"
+            "<th>why rejected</th></tr>")
     rows = []
     for n in nodes:
         kind = node_kind(n)
@@ -255,7 +275,7 @@ def _nodes_table(nodes: list[dict], best_id: int | None) -> str:
             f"{esc(n.get('stage') or n.get('status') or '–')}</td>"
             f"<td class=num>{esc(_num(n.get('fitness'), '.3f'))}</td>"
             f"<td class=num>{esc(fmt_x(n.get('speedup')))}</td>"
-            f"<td>{esc(n.get('rationale') or '')}</td></tr>")
+            f"<td>{esc(n.get('rationale') or '')}</td>{_reason_cell(n)}</tr>")
     return (f"<details><summary>All {len(nodes)} nodes</summary>"
             f"<table>{head}{''.join(rows)}</table></details>")
 

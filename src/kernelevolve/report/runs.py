@@ -8,7 +8,9 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from kernelevolve.errors import UsageError
 
@@ -34,7 +36,7 @@ def print_runs(workspace: Path, as_json: bool) -> None:
     for r in runs:
         table.add_row(r.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), r.status,
                       Path(r.problem_path).parent.name + "/" + Path(r.problem_path).name,
-                      str(store.eval_count(r.id)), (r.outcome or {}).get("message", "-"))
+                      str(store.eval_count(r.id)), Text((r.outcome or {}).get("message", "-")))
     console = Console()
     if not console.is_terminal:
         console.width = 160
@@ -84,10 +86,13 @@ def print_sol_cases(cases: list[dict[str, Any]], console: Console) -> None:
 
 def print_summary(s: dict[str, Any], console: Console) -> None:
     outcome = s.get("outcome") or {}
-    console.print(f"[bold]run {s['run_id']}[/] · {s['status']} · {s['platform']} · {s['problem']}")
-    console.print(f"outcome: {outcome.get('message', '(not finished)')}")
+    # Every string below that a run's data supplies is printed without markup: rationales come
+    # from an LLM, reasons and messages may quote a candidate ("[green]ACCEPTED[/]" is text).
+    console.print(f"[bold]run {s['run_id']}[/] · {s['status']} · {s['platform']} · "
+                  f"{escape(str(s['problem']))}")
+    console.print(f"outcome: {outcome.get('message', '(not finished)')}", markup=False)
     console.print(f"stopped: {s.get('stop_reason') or '-'}; {s['evaluations']} evaluations in "
-                  f"{s['elapsed_s']:.1f} s of search")
+                  f"{s['elapsed_s']:.1f} s of search", markup=False)
     if s.get("best"):
         b = s["best"]
         measured = "re-measured" if outcome.get("speedup") is not None else "search-time"
@@ -100,7 +105,7 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     for note in [operators_line(s.get("operators")) or ""] + measurement_notes(s) + [
             failure_line(s.get("llm_failures")) or ""]:
         if note:
-            console.print(note, highlight=False, soft_wrap=True)
+            console.print(note, highlight=False, soft_wrap=True, markup=False)
     from kernelevolve.store.funnel import funnel_text
 
     console.print("funnel: " + funnel_text(s["funnel"]), highlight=False)
@@ -114,12 +119,13 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     if s.get("machine"):
         console.print("machine: " + "; ".join(s["machine"]), highlight=False, soft_wrap=True)
     if s.get("synth_coverage"):
-        console.print("synthesizer coverage:\n" + s["synth_coverage"], highlight=False)
+        console.print("synthesizer coverage:\n" + s["synth_coverage"], highlight=False,
+                      markup=False)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")
     for col in ("id", "parents", "operator", "stage", "search-time fitness", "rationale"):
         table.add_column(col)
     for n in s["nodes"]:
         fit = "-" if n["fitness"] is None else f"{n['fitness']:.3f}"
         table.add_row(str(n["id"]), ",".join(map(str, n["parents"])), n["operator"],
-                      n["stage"] or n["status"], fit, (n["rationale"] or "")[:60])
+                      n["stage"] or n["status"], fit, Text((n["rationale"] or "")[:60]))
     console.print(table)

@@ -16,11 +16,14 @@ def run_summary(run: Any) -> dict[str, Any]:
     store = run.store
     outcome = rec.outcome or {}
     nodes = []
-    order = {nid: i for i, (nid, _) in enumerate(store.evaluations(run.id))}
+    evaluations = store.evaluations(run.id)
+    order = {nid: i for i, (nid, _) in enumerate(evaluations)}
+    reasons = {nid: (result or {}).get("reason") for nid, result in evaluations}
     for n in store.nodes(run.id):
         root = n.id == 0
         nodes.append({"id": n.id, "parents": list(n.parents), "operator": n.operator,
                       "rationale": n.rationale, "stage": None if root else n.stage,
+                      "reason": None if root else reasons.get(n.id),
                       "status": "root" if root else n.status,
                       "fitness": 1.0 if root else n.fitness,
                       "speedup": 1.0 if root else n.speedup, "order": order.get(n.id)})
@@ -29,7 +32,7 @@ def run_summary(run: Any) -> dict[str, Any]:
     best_id = outcome.get("node_id") if outcome.get("node_id") is not None else (
         ranked[0]["id"] if ranked else None)
     best = None
-    best_source = best_cases = None
+    best_source = best_cases = best_logs = None
     if best_id is not None:
         node = next(n for n in nodes if n["id"] == best_id)
         best = {"node_id": best_id, "speedup": outcome.get("speedup") or node["speedup"],
@@ -40,6 +43,7 @@ def run_summary(run: Any) -> dict[str, Any]:
                                              *SOL_KEYS)}
                       for c in result.get("cases", []) if not c.get("held_out")]
         best["sol_fraction"] = result.get("sol_fraction")
+        best_logs = result.get("logs") or None  # what it printed (inert: harness/text.py)
     return {
         "run_id": run.id, "status": rec.status, "problem": rec.problem_path,
         "platform": rec.platform, "created": rec.created, "elapsed_s": rec.elapsed_s,
@@ -49,7 +53,7 @@ def run_summary(run: Any) -> dict[str, Any]:
         "cost": llm_cost(store, run.id), "llm_failures": llm_failures(store, run.id),
         "fingerprint": rec.fingerprint or {}, "config": rec.config,
         "machine": machine_lines(rec.fingerprint),
-        "best_source": best_source, "best_cases": best_cases,
+        "best_source": best_source, "best_cases": best_cases, "best_logs": best_logs,
         "reference_source": _source_or_none(store, run.id, 0),
         "best_diff": _best_diff(store, run.id, nodes, best_id, best_source),
         "synth_coverage": _synth_coverage(store, run.id, nodes),

@@ -9,6 +9,8 @@ import math
 from html import escape
 from typing import Any
 
+from kernelevolve.harness.text import clean
+
 REJECT_STAGES = ("static", "load", "run", "correctness", "integrity", "timing")
 
 # Red darkens with how late the gate fired: a timing rejection cost more work than a static one.
@@ -30,7 +32,10 @@ BEST_STROKE = "#f59e0b"
 
 
 def esc(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    """HTML-escaped, and control characters shown as escapes: clean already where candidate
+    text entered the driver, but a run stored by an older version may not be, and the inline
+    SVG is XML, which has no place for them."""
+    return escape(clean("" if value is None else str(value)), quote=True)
 
 
 def fmt_x(value: float | None) -> str:

@@ -11,6 +11,8 @@ from rich.text import Text
 from kernelevolve.harness.roofline import sol_text
 from kernelevolve.types import EvalResult
 
+LOG_LINES = 4  # of each stream the candidate printed, under the verdict
+
 
 def _fmt(value: float | None, spec: str = ".4g", unit: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{unit}"
@@ -52,8 +54,22 @@ def verdict_text(result: EvalResult) -> Text:
             head.append("  (correct, not timed on this platform)", "yellow")
     else:
         head = Text(f"REJECTED at {result.stage}", "bold red")
-    head.append("\n" + result.reason)
+    head.append("\n" + result.reason)  # Text: candidate text inert (harness/text.py), no markup
     return head
+
+
+def output_text(result: EvalResult, lines: int = LOG_LINES) -> Text | None:
+    """The last lines the candidate printed, per stream; inert already (harness/text.py made
+    them so where they entered the driver) and shown as Text, so no markup is read either."""
+    if not result.logs:
+        return None
+    out = Text(f"candidate output (last {lines} lines of each stream; --json keeps the tails):",
+               "dim")
+    for stream, log in result.logs.items():
+        for line in log.rstrip("\n").splitlines()[-lines:]:
+            out.append(f"\n  {stream} | ", "dim")
+            out.append(line)
+    return out
 
 
 def print_result(result: EvalResult, console: Console | None = None) -> None:
@@ -63,5 +79,8 @@ def print_result(result: EvalResult, console: Console | None = None) -> None:
     if result.stage != "static":
         console.print(case_table(result))
     console.print(verdict_text(result))
+    output = output_text(result)
+    if output is not None:
+        console.print(output)
     for warning in result.sandbox.warnings:
         console.print(Text(f"warning: {warning}", "bold yellow"))
