@@ -236,6 +236,120 @@ POSITIVE = [
     # other allowed modules' escape hatches
     ("get-type-hints", "import typing\nh = typing.get_type_hints(f)\n", "evaluates strings"),
     ("attrgetter", "import operator\ng = operator.attrgetter('__globals__')\n", "attrgetter"),
+    # allow-lists in modules that run strings, programs or read files (static_members.py)
+    ("utils-benchmark", "from torch.utils.benchmark import Timer\n",
+     "torch.utils.benchmark is not allowed"),
+    ("utils-benchmark-attr", "t = torch.utils.benchmark.Timer(stmt='x')\n",
+     "runs code given as a string"),
+    ("utils-collect-env", "import torch.utils.collect_env\n", "runs shell commands"),
+    ("utils-data", "from torch.utils.data import DataLoader\n", "torch.utils.data is not allowed"),
+    ("utils-checkpoint", "y = torch.utils.checkpoint.checkpoint(f, x)\n",
+     "may use torch.utils.cpp_extension.load_inline and torch.utils.dlpack"),
+    ("utils-via-functional", "t = F.torch.utils.benchmark\n",
+     "reaching torch through torch.nn.functional"),
+    ("jit-script", "@torch.jit.script\ndef f(x):\n    return x\n", "TorchScript compiles"),
+    ("jit-compilation-unit", "cu = torch.jit.CompilationUnit('def f(x): return x')\n",
+     "torch.jit.CompilationUnit is not allowed"),
+    ("compiler-artifacts", "torch.compiler.load_cache_artifacts(b'')\n",
+     "torch.compiler.load_cache_artifacts is not allowed"),
+    ("compile-options", "f = torch.compile(g, options={'cpp.cxx': (None, 'sh')})\n",
+     "inductor's options name the compiler program"),
+    ("compile-kwargs", "kw = {}\nf = torch.compile(g, **kw)\n", "torch.compile's `options`"),
+    ("compile-partial-options", "import functools\n"
+     "c = functools.partial(torch.compile, options={})\n", "inductor's options"),
+    ("singledispatch", "import functools\n@functools.singledispatch\ndef f(x):\n    pass\n",
+     "functools.singledispatch is not allowed"),
+    ("singledispatchmethod", "from functools import singledispatchmethod\n",
+     "functools.singledispatchmethod is not allowed"),
+    ("singledispatch-unrooted", "def f(m):\n    return m.singledispatch\n",
+     "`singledispatch` is not allowed"),
+    ("functools-via-torch", "d = torch.functools.singledispatch\n",
+     "reaching functools through torch is importing it: import functools directly"),
+    ("typing-forwardref", "from typing import ForwardRef\n", "evaluates strings"),
+    ("typing-private", "import typing\ntyping._eval_type(1, {}, {})\n",
+     "private typing internals"),
+    ("typing-ext-annotations", "import typing_extensions\nt = typing_extensions.get_annotations\n",
+     "evaluates strings"),
+    ("typing-via-triton", "h = tl.core.typing.get_type_hints\n",
+     "reaching typing through triton.language.core"),
+    ("make-dataclass", "import dataclasses\nC = dataclasses.make_dataclass('C', ['a'])\n",
+     "dataclasses.make_dataclass is not allowed"),
+    ("collections-other", "import collections\nx = collections.something\n",
+     "collections.something is not allowed"),
+    ("annotations-name", "class C:\n    __annotations__ = {'a': int}\n",
+     "`__annotations__` is not allowed"),
+    ("annotations-attr", "def f(c):\n    c.__annotations__['x'] = int\n",
+     "`__annotations__` is not allowed"),
+    ("annotations-string", "C = type('C', (), {'__annotations__': {}})\n",
+     "the string '__annotations__' is not allowed"),
+    ("annotations-keyword", "d = dict(__annotations__={})\n", "keyword __annotations__="),
+    ("getattr-dunder", "m = torch.__getattr__('x')\n", "`__getattr__` is not allowed"),
+    # string annotations are type expressions, checked like code (static_strings.py)
+    ("string-annotation-call", "def f(x: \"__import__('os').system('id') or int\"):\n    pass\n",
+     "a string annotation may only name types"),
+    ("string-annotation-return", "def f(x) -> 'exec(S)':\n    pass\n", "may only name types"),
+    ("string-annotation-annassign", "x: 'eval(\"1\")' = 1\n", "may only name types"),
+    ("string-annotation-nested", "from typing import List\ndef f(x: List['exec(S)']):\n"
+     "    pass\n", "may only name types"),
+    ("string-annotation-syntax", "def f(x: 'int int'):\n    pass\n", "does not parse"),
+    ("string-annotation-rules", "def f(x: 'torch.cuda.traceback.FrameSummary'):\n    pass\n",
+     "reaching traceback through torch.cuda"),
+    ("string-annotation-dunder", "def f(x: 'int.__subclasses__'):\n    pass\n",
+     "`__subclasses__` is not allowed"),
+    # format strings: fields name arguments only, and the template must be readable
+    ("format-attr-walk", "s = '{0.__globals__}'.format(f)\n", "format field `{0.__globals__}`"),
+    ("format-index-walk", "s = '{0[os]}'.format(g)\n", "attribute or index walk"),
+    ("format-map-walk", "s = '{m.x}'.format_map(d)\n", "format field `{m.x}`"),
+    ("format-nested-spec", "s = '{0:{1.__class__}}'.format(a, b)\n",
+     "format field `{1.__class__}`"),
+    ("format-module-constant", "T = '{0.__globals__[os]}'\ns = T.format(f)\n",
+     "attribute or index walk"),
+    ("format-concat", "T = '{0.' + '__globals__}'\ns = T.format(f)\n", "attribute or index walk"),
+    ("format-parameter", "def f(t, x):\n    return t.format(x)\n", "the gate cannot read"),
+    ("format-fstring", "s = f'{{0.__globals__}}'.format(g)\n", "the gate cannot read"),
+    ("format-rebound", "T = '{}'\nfor T in xs:\n    pass\ns = T.format(1)\n",
+     "the gate cannot read"),
+    ("format-referenced", "fmt = '{0.__globals__}'.format\n", "attribute or index walk"),
+    ("str-format", "s = str.format('{0.__globals__}', f)\n", "attribute or index walk"),
+    ("str-format-map-computed", "def f(t):\n    return str.format_map(t, {})\n",
+     "`.format_map` on a string the gate cannot read"),
+    ("str-format-value", "fmt = str.format\n", "may only be called directly"),
+    ("getattr-format", "s = getattr('{0.__globals__}', 'format')(f)\n",
+     "attribute or index walk"),
+    ("format-malformed", "s = '{0'.format(1)\n", "malformed"),
+    # site's file-reading helpers; standard-library modules reached through allowed ones
+    ("license", "t = repr(license)\n", "`license` is not allowed"),
+    ("help", "help(torch)\n", "`help` is not allowed"),
+    ("printer-files", "def f(p):\n    p._Printer__filenames = ['x']\n", "`_Printer__filenames`"),
+    ("reexport-traceback", "s = torch.cuda.traceback.FrameSummary('x', 1, 'y').line\n",
+     "reaching traceback through torch.cuda"),
+    ("reexport-from-import", "from torch.cuda import traceback\n",
+     "reaching traceback through torch.cuda"),
+    ("reexport-glob", "g = torch.glob.glob('/opt/*')\n", "reaching glob through torch"),
+    ("reexport-builtins", "b = tl.core.builtins\n", "builtins access"),
+    ("reexport-pathlib", "p = np.pathlib.Path('x')\n", "reaching pathlib through numpy"),
+    # triton, numpy and torch modules that read files, run programs or generate code
+    ("triton-compile", "k = triton.compile('k.ttir')\n", "triton.compile is not allowed"),
+    ("triton-cache", "from triton.runtime.cache import get_cache_manager\n",
+     "triton.runtime.cache is not allowed"),
+    ("triton-knobs", "d = triton.knobs.cache.dir\n", "triton.knobs is not allowed"),
+    ("triton-testing", "ms = triton.testing.do_bench(f)\n", "triton.testing is not allowed"),
+    ("triton-driver-set", "triton.runtime.driver.set_active(None)\n",
+     "triton.runtime.driver.set_active is not allowed"),
+    ("numpy-testing", "np.testing.assert_allclose(a, b)\n", "numpy.testing is not allowed"),
+    ("numpy-rec-fromfile", "r = np.rec.fromfile('x')\n", "numpy.rec.fromfile is not allowed"),
+    ("numpy-lib-other", "np.lib.introspect.opt_func_info()\n",
+     "numpy.lib.introspect is not allowed"),
+    ("numpy-core", "np.core.records.fromfile('x')\n", "numpy.core is not allowed"),
+    ("fromfile-unrooted", "def f(m):\n    return m.fromfile('x')\n", "`fromfile` is not allowed"),
+    ("torch-fx", "g = torch.fx.symbolic_trace(m)\n", "torch.fx is not allowed"),
+    ("torch-profiler", "with torch.profiler.profile() as p:\n    pass\n",
+     "torch.profiler is not allowed"),
+    ("torch-autograd-profiler", "torch.autograd.profiler.record_function('x')\n",
+     "torch.autograd.profiler is not allowed"),
+    ("torch-export", "torch.export.load('x.pt2')\n", "torch.export is not allowed"),
+    ("torch-cuda-tunable", "torch.cuda.tunable.read_file('x')\n",
+     "torch.cuda.tunable is not allowed"),
 ]
 
 
@@ -300,6 +414,54 @@ NEGATIVE = [
                                     "lib = kernelevolve.runtime.load_cpp('s')\n"),
     ("device-props", "sm = torch.cuda.get_device_properties(0).multi_processor_count\n"),
     ("local-alias-call", "def f(x):\n    relu = F.relu\n    return relu(x)\n"),
+    ("format-plain", "a = '{} {}'.format(1, 2)\nb = '{0:.3f} {name!r:>8}'.format(1.0, name='x')\n"
+                     "c = '{:{w}.{p}f}'.format(3.14159, w=8, p=2)\nd = '%s %d' % ('a', 1)\n"
+                     "e = f'{a!r:>{8}}'\n"),
+    ("format-template-constant", 'SRC = """\nextern "C" void k() {{ int n = {N}; }}\n"""\n'
+                                 "lib = load_cpp(SRC.format(N=4))\n"),
+    ("format-map-literal", "s = '{a}-{b}'.format_map({'a': 1, 'b': 2})\n"
+                           "t = str.format('{}', 1)\nT = 'a{0}' + 'b{1}'\nu = T.format(1, 2)\n"),
+    ("string-annotations", "from typing import Optional, List, Literal\n"
+                           "def f(x: 'torch.Tensor', y: 'Optional[List[int]]' = None,\n"
+                           "      m: Literal['a b', 'c(d)'] = 'a b') -> 'torch.Tensor | None':\n"
+                           "    z: 'int' = 1\n    return x\n"),
+    ("future-annotations", "from __future__ import annotations\n"
+                           "def f(x: torch.Tensor) -> torch.Tensor:\n    return x\n"),
+    ("functools-allowed", "import functools\n"
+                          "from functools import partial, reduce, wraps, cached_property\n"
+                          "@functools.lru_cache(maxsize=None)\ndef f(n):\n    return n\n"
+                          "@functools.cache\ndef g(n):\n    return n\nh = partial(f, 1)\n"
+                          "r = reduce(lambda a, b: a + b, [1, 2])\n"),
+    ("typing-allowed", "import typing\nfrom typing import Any, Callable, Dict, Tuple, TypeVar\n"
+                       "from typing import Protocol, cast, overload\nT = TypeVar('T')\n"
+                       "x = cast(int, 1)\nif typing.TYPE_CHECKING:\n    pass\n"),
+    ("dataclass-enum-collections", "import dataclasses, enum, collections\n"
+                                   "from dataclasses import dataclass, field\n"
+                                   "@dataclass(frozen=True)\nclass C:\n    a: int = 1\n"
+                                   "    b: list = field(default_factory=list)\n"
+                                   "class E(enum.Enum):\n    A = enum.auto()\n"
+                                   "P = collections.namedtuple('P', 'x y')\n"
+                                   "d = collections.defaultdict(list)\n"
+                                   "from collections.abc import Sequence\n"),
+    ("torch-utils-allowed", "from torch.utils.cpp_extension import load_inline\n"
+                            "from torch.utils.dlpack import from_dlpack, to_dlpack\n"
+                            "import torch.utils.cpp_extension\n"),
+    ("torch-compile-plain", "@torch.compile(dynamic=True, fullgraph=False, mode='max-autotune')\n"
+                            "def f(x):\n    return x\ng = torch.compile(f)\n"
+                            "c = torch.compiler.disable(f)\ns = torch.jit.is_scripting()\n"),
+    ("same-name-members", "a = np.array([1]); b = np.copy(a); c = np.random.rand(3)\n"
+                          "d = np.trace(np.eye(2)); e = torch.select(a, 0, 1)\n"
+                          "g = torch.chunk(a, 2); h = torch.random.fork_rng\n"
+                          "import numpy.typing as npt\nv = tl.math.erf\n"
+                          "w = torch.ops.aten.select.int\nk = torch.Tensor.numpy\n"
+                          "sig = torch.signal.windows.hann(4)\nfrom collections import abc\n"),
+    ("triton-allowed", "import triton.runtime\n"
+                       "d = triton.runtime.driver.active.get_current_device()\n"
+                       "v = triton.__version__\n"),
+    ("numpy-lib-stride-tricks", "w = np.lib.stride_tricks.sliding_window_view(np.ones(4), 3)\n"),
+    ("getattr-on-self", "class M(nn.Module):\n    def __getattr__(self, name):\n"
+                        "        return super().__getattr__(name)\n"),
+    ("helpers-as-parameters", "def f(help, license):\n    return help + license\n"),
 ]
 
 

@@ -2,9 +2,14 @@
 
 Used by harness/static_rules.py (the AST walk) and documented in docs/SECURITY.md. Every reason is
 written to be pasted into an LLM prompt: it says why, and where there is one, what to do instead.
-`path_reason` applies the per-module rules to a resolved dotted path such as `torch.cuda.Stream`.
+`path_reason` applies the per-module rules to a resolved dotted path such as `torch.cuda.Stream`;
+the allow-lists of modules that can run strings, programs or read files (torch.utils, functools,
+typing, dataclasses, triton, ...) and the rule against standard-library modules reached through
+allowed ones are in harness/static_members.py.
 """
 from __future__ import annotations
+
+from kernelevolve.harness.static_members import allowlist_rule, reached_module
 
 # ---- imports ------------------------------------------------------------------------------------
 
@@ -83,17 +88,24 @@ INDIRECT_MODULES = {
 _EXEC = "it runs code the static gate cannot check; write the code directly"
 _NAMESPACE = "namespace dictionaries can rebind anything; refer to names directly"
 _INTERACTIVE = "the worker has no terminal; interactive calls hang until the time limit"
+_SITE_HELPER = ("site's interactive helpers read text from files they are pointed at and run a "
+                "pager; a candidate has nothing to show")
 _EXIT = "it ends the worker without a result; return the output from forward"
 FORBIDDEN_BUILTINS = {
     "eval": _EXEC, "exec": _EXEC, "compile": _EXEC, "__import__": _DYNAMIC,
     "globals": _NAMESPACE, "locals": _NAMESPACE, "vars": _NAMESPACE,
     "open": _FILES, "input": _INTERACTIVE, "breakpoint": _INTERACTIVE,
+    **dict.fromkeys(("license", "credits", "copyright", "help"), _SITE_HELPER),
     "exit": _EXIT, "quit": _EXIT, "SystemExit": _EXIT, "KeyboardInterrupt": _EXIT,
 }
 CALL_ONLY_BUILTINS = frozenset({"input"})  # often a parameter name; flagged only when called
 ATTR_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+_ANNOTATIONS = ("annotations are fed to code that evaluates them (typing's resolvers) or writes "
+                "code from them (dataclasses); write annotations in the source")
 FORBIDDEN_NAMES = {  # module-level dunder names, flagged whenever they appear
-    name: "it reaches interpreter internals" for name in ("__builtins__", "__loader__", "__spec__")
+    **{name: "it reaches interpreter internals" for name in ("__builtins__", "__loader__",
+                                                             "__spec__")},
+    "__annotations__": _ANNOTATIONS,
 }
 
 # ---- attribute names forbidden on any object: name -> full sentence ----------------------------
@@ -114,6 +126,8 @@ ANY_ATTRIBUTE = {
     **dict.fromkeys(("__setattr__", "__delattr__"),
                     "`{}` is not allowed outside self/super(): it bypasses the monkeypatching "
                     "rules; assign attributes of your own objects directly"),
+    "__getattr__": "`{}` is not allowed outside self/super(): it looks names up from strings, "
+                   "which hides what is reached; use plain attribute access",
     "_exit": "os._exit ends the worker without a result; return the output from forward",
     **dict.fromkeys(("environ", "getenv", "putenv", "unsetenv"), _ENV),
     **dict.fromkeys(("from_address", "from_buffer", "from_buffer_copy"), _MEMORY),
@@ -123,8 +137,30 @@ ANY_ATTRIBUTE = {
     "_FuncPtr": "`{}` is not allowed: replacing a library's function type bypasses load_cpp's "
                 "launch accounting",
     "_handle": "`{}` is not allowed: call functions of the load_cpp library, not its raw handle",
+    **dict.fromkeys(("__annotations__", "__annotate__"), "`{}` is not allowed: " + _ANNOTATIONS),
 }
-SELF_ONLY_ATTRIBUTES = frozenset({"__setattr__", "__delattr__"})  # fine on self and super()
+# Backstops on chains the gate cannot resolve to an import (a module passed as an argument, an
+# object a call returned), where the allow-lists cannot follow: names with no use in a kernel
+# that run strings or commands, or read files. Import-rooted chains get the allow-lists' reasons.
+UNROOTED_ATTRIBUTE = {
+    **dict.fromkeys(("singledispatch", "singledispatchmethod", "get_type_hints", "ForwardRef",
+                     "make_dataclass"),
+                    "`{}` is not allowed: it evaluates strings as code (annotations, field "
+                    "names); dispatch with isinstance and write classes in the source"),
+    **dict.fromkeys(("collect_env", "get_pretty_env_info", "timeit", "blocked_autorange",
+                     "adaptive_autorange", "CompilationUnit", "symbolic_trace"),
+                    "`{}` is not allowed: it runs code or commands given as strings; write the "
+                    "code directly (the harness times forward)"),
+    **dict.fromkeys(("FrameSummary", "getline", "getlines", "_Printer__filenames", "fromfile",
+                     "fromregex", "loadtxt", "genfromtxt", "fromtextfile", "openfile"),
+                    "`{}` is not allowed: it reads files; embed constants in the source"),
+}
+# fine on self and super(): the candidate's own class
+SELF_ONLY_ATTRIBUTES = frozenset({"__setattr__", "__delattr__", "__getattr__"})
+# String literals and keyword names that spell one of these reach the same internals
+# (`type("C", (), {"__annotations__": ...})`, `dict(__globals__=...)`).
+DUNDER_STRINGS = frozenset(n for n in (*ANY_ATTRIBUTE, *FORBIDDEN_NAMES)
+                            if n.startswith("__") and n.endswith("__"))
 
 # Members of forbidden modules, on import-rooted paths (checked as consecutive pairs).
 MEMBER_REASONS = {
@@ -135,9 +171,18 @@ ANY_MEMBER_OF = {"os": _PROCESS, "signal": _SIGNAL, "subprocess": _PROCESS}
 
 # ---- torch --------------------------------------------------------------------------------------
 
+COMPILE_OPTIONS_REASON = ("torch.compile's `options` (or **keywords that could carry them) are not "
+                          "allowed: inductor's options name the compiler program, its flags and "
+                          "the folders it writes; pass mode=, dynamic= or fullgraph= only")
+
 STREAM_REASON = ("CUDA streams hide work from the timer; use the current stream "
                  "(torch.cuda.current_stream())")
 STREAM_NAMES = frozenset({"Stream", "ExternalStream", "stream", "set_stream", "streams"})
+TORCH_ANY_MODULE = {  # submodule names refused wherever they sit below torch
+    "fx": "torch.fx generates Python code from graphs and runs it; call the ops directly",
+    "profiler": "profilers write trace files and run timers of their own; the harness "
+                "profiles and times forward",
+}
 _GLOBAL_STATE = "it changes process-wide torch state that the harness relies on"
 _SEED = "the harness owns the random state; do not seed it or read it"
 BACKENDS_REASON = ("torch.backends settings change numerics and speed for the harness too; leave "
@@ -158,6 +203,12 @@ TORCH_PREFIXES = {  # path below torch -> reason
     ("cuda", "cudart"): "raw CUDA runtime calls bypass the stream rules",
     ("hub",): "torch.hub downloads code over the network",
     ("testing",): "torch.testing is the harness's comparison code",
+    ("export",): "torch.export saves and loads programs from files; call your kernels directly",
+    ("onnx",): "it writes model files; call your kernels directly",
+    ("cuda", "tunable"): "it reads and writes tuning files and changes the harness's kernels",
+    ("cuda", "gds"): "it reads and writes files",
+    ("cuda", "jiterator"): "it compiles C++ from strings inside torch; use load_cpp or "
+                           "load_inline",
     ("use_deterministic_algorithms",): _GLOBAL_STATE,
 }
 TORCH_ANY = {
@@ -183,6 +234,12 @@ NUMPY_PREFIXES = {
     ("lib", "format"): _NP_FILES, ("lib", "npyio"): _NP_FILES,
     ("f2py",): "it runs compilers in subprocesses; use load_cpp",
     ("distutils",): "it runs compilers in subprocesses; use load_cpp",
+    ("testing",): "numpy.testing builds and imports extensions and runs test suites; the harness "
+                  "compares outputs",
+    ("test",): "it runs numpy's test suite in subprocesses",
+    ("core",): "numpy.core is numpy's internals (its records read files); use numpy's public "
+               "functions",
+    ("rec", "fromfile"): _NP_FILES, ("ma", "mrecords"): _NP_FILES,
 }
 
 TYPE_PATCH_REASON = ("patching attributes of type(...) changes a class the harness shares (such as "
@@ -197,60 +254,69 @@ CTYPES_ALLOWED = frozenset({
 })
 CTYPES_REASON = "ctypes may only describe argument types; load libraries with load_cpp"
 
-_EVAL_STRINGS = "it evaluates strings as code"
+# operator holds pure functions but for these two string-named lookups; the modules that can
+# evaluate strings, run programs or read files have allow-lists in static_members.py.
 MODULE_MEMBERS = {  # (top module, first member) -> reason
-    ("typing", "get_type_hints"): _EVAL_STRINGS, ("typing", "ForwardRef"): _EVAL_STRINGS,
-    ("typing_extensions", "get_type_hints"): _EVAL_STRINGS,
-    ("typing_extensions", "get_annotations"): _EVAL_STRINGS,
-    ("typing_extensions", "ForwardRef"): _EVAL_STRINGS,
     ("operator", "attrgetter"): "it hides which attribute is reached; use attribute access",
     ("operator", "methodcaller"): "it hides which method is called; call the method directly",
 }
 
 
-def path_reason(parts: list[str]) -> str | None:
+def path_reason(parts: list[str], allowed: frozenset[str] | None = None) -> str | None:
     """Why the import-rooted dotted path `parts` (torch, cuda, Stream) is forbidden, or None. The
-    message names the shortest forbidden prefix (`torch._C`, not `torch._C._get_tracing_state`)."""
-    if parts[0] not in allowed_modules():
+    message names the shortest forbidden prefix (`torch._C`, not `torch._C._get_tracing_state`).
+    `allowed` is allowed_modules(), passed in by a caller that checks many paths."""
+    allowed = allowed_modules() if allowed is None else allowed
+    if parts[0] not in allowed:
         return None  # the import itself is reported
-    found = _path_rule(parts[0], parts[1:])
+    found = _path_rule(parts[0], parts[1:], allowed)
     if found is None:
         return None
     end, reason = found
     return f"{'.'.join(parts[:end + 1])} is not allowed: {reason}"
 
 
-def _path_rule(top: str, rest: list[str]) -> tuple[int, str] | None:
-    """(how many components below `top` the forbidden prefix has, reason)."""
-    for i, name in enumerate(rest, 1):
-        if name in INDIRECT_MODULES:
-            return i, f"reaching {name} through {top} is importing it: {INDIRECT_MODULES[name]}"
+def _path_rule(top: str, rest: list[str], allowed: frozenset[str]) -> tuple[int, str] | None:
+    """(index in [top, *rest] of the last component of the forbidden prefix, reason)."""
+    reached = reached_module([top, *rest], allowed, _REACHED_REASONS, allowed_hint)
+    found = _member_rule(top, rest)
+    if reached and (found is None or reached[0] < found[0]):
+        return reached  # the shorter refused prefix names the real problem
+    return found
+
+
+_REACHED_REASONS = {**MODULE_REASONS, **INDIRECT_MODULES}
+
+
+def _member_rule(top: str, rest: list[str]) -> tuple[int, str] | None:
     if top == "kernelevolve":
         for i in range(1, len(rest) + 1):
             dotted = ".".join(["kernelevolve", *rest[:i]])
             if not any(p == dotted or p.startswith(dotted + ".") for p in KERNELEVOLVE_ALLOWED):
                 return i, KERNELEVOLVE_REASON
         return None
-    if top in ("torch", "numpy") or top in language_modules():
-        for i, name in enumerate(rest, 1):
-            if name.startswith("_") and not _is_dunder(name):
-                return i, f"private {top} internals are off limits"
-    if top == "torch":
-        return _torch_rule(rest)
-    if top == "numpy":
-        return next(((len(p), r) for p, r in NUMPY_PREFIXES.items()
-                     if tuple(rest[:len(p)]) == p), None)
     if top == "ctypes" and rest and rest[0] not in CTYPES_ALLOWED:
         return 1, CTYPES_REASON
-    if rest and (top, rest[0]) in MODULE_MEMBERS:
-        return 1, MODULE_MEMBERS[top, rest[0]]
-    return None
+    for i, name in enumerate(rest, 1):
+        if name.startswith("_") and not _is_dunder(name):
+            return i, f"private {top} internals are off limits"
+    found = None
+    if top == "torch":
+        found = _torch_rule(rest)
+    elif top == "numpy":
+        found = next(((len(p), r) for p, r in NUMPY_PREFIXES.items()
+                      if tuple(rest[:len(p)]) == p), None)
+    elif rest and (top, rest[0]) in MODULE_MEMBERS:
+        found = 1, MODULE_MEMBERS[top, rest[0]]
+    return found or allowlist_rule([top, *rest])
 
 
 def _torch_rule(rest: list[str]) -> tuple[int, str] | None:
     for i, name in enumerate(rest, 1):
         if name in STREAM_NAMES:
             return i, STREAM_REASON
+        if name in TORCH_ANY_MODULE:
+            return i, TORCH_ANY_MODULE[name]
     for prefix, reason in TORCH_PREFIXES.items():
         if tuple(rest[:len(prefix)]) == prefix:
             return len(prefix), reason

@@ -2,8 +2,11 @@
 
 `find_violations` returns one line per finding, "line N: `<source line>`: <reason>", in line
 order. The rules (an import allow-list, forbidden builtins, interpreter internals, patching of
-imported names, torch/numpy/ctypes members that escape the harness) are tabled in
-harness/static_allow.py and documented in docs/SECURITY.md. This gate is one layer: it turns the
+imported names, torch/numpy/ctypes members that escape the harness, allow-lists of what may be
+reached in modules that run strings, programs or files) are tabled in harness/static_allow.py
+and static_members.py, strings Python walks or evaluates (format strings, string annotations)
+are read by static_strings.py, and names are resolved by static_scope.py; all are documented in
+docs/SECURITY.md. This gate is one layer: it turns the
 obvious cheats away early with a reason the model can act on; process isolation, trusted
 comparison and the runtime checks hold without it.
 """
@@ -12,9 +15,11 @@ from __future__ import annotations
 import ast
 
 from kernelevolve.harness import static_allow as A
+from kernelevolve.harness import static_strings as S
+from kernelevolve.harness.static_scope import (COMPS, assigned_pairs, import_bindings,
+                                               is_self_or_super, is_str, is_type_call,
+                                               literal_getattr, scope_names)
 
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _MAX_LINE = 100
 _TYPE = "type()"  # binding marker: a name holding type(x), i.e. some class the candidate got
 
@@ -25,71 +30,30 @@ def find_violations(tree: ast.AST, source: str, filename: str) -> list[str]:
     return gate.report()
 
 
-def _import_bindings(tree: ast.AST) -> dict[str, str]:
-    """Local name -> dotted path, for every import anywhere in the module."""
-    bound: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                top = a.name.split(".")[0]
-                bound[a.asname or top] = a.name if a.asname else top
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            bound.update({a.asname or a.name: f"{node.module}.{a.name}"
-                          for a in node.names if a.name != "*"})
-    return bound
-
-
-def _scope_names(scope: ast.AST) -> set[str]:
-    """Names bound in one scope (module, class, function, lambda or comprehension)."""
-    names: set[str] = set()
-    declared_global: set[str] = set()
-    if isinstance(scope, _FUNCS):
-        a = scope.args
-        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
-        names.update(p.arg for p in params if p)
-        todo = list(scope.body) if isinstance(scope.body, list) else [scope.body]
-    elif isinstance(scope, _COMPS):
-        todo = [g.target for g in scope.generators]
-    else:
-        todo = list(getattr(scope, "body", []))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-            continue
-        elif isinstance(node, (ast.Lambda, *_COMPS)):
-            continue
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update(a.asname or a.name.split(".")[0] for a in node.names if a.name != "*")
-        elif isinstance(node, ast.Global):
-            declared_global.update(node.names)
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            names.add(node.name)
-        todo.extend(ast.iter_child_nodes(node))
-    return names - declared_global
-
-
 class _Gate(ast.NodeVisitor):
     def __init__(self, source: str, tree: ast.AST):
         self.lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self.found: list[tuple[int, int, str]] = []
-        self.bound = _import_bindings(tree)  # name -> import-rooted dotted path, or _TYPE
+        self.bound = import_bindings(tree)  # name -> import-rooted dotted path, or _TYPE
         self.scopes: list[tuple[ast.AST, set[str]]] = []
-        self.module_names = _scope_names(tree)
+        self.module_names = scope_names(tree)
         self.module_names |= {n for g in ast.walk(tree) if isinstance(g, ast.Global)
                               for n in g.names}
         self.call_funcs: set[int] = set()  # id() of the Name nodes that are called
+        self.tree = tree
+        self._literals: S.LiteralStrings | None = None  # built at the first `.format`
+        self.allowed = A.allowed_modules()
+        self.str_format_calls: set[int] = set()  # id() of `str.format` nodes that are called
+        self.attr_names: set[int] = set()  # id() of getattr(x, "name") literals, checked there
         self._aliases(tree)
 
     def _aliases(self, tree: ast.AST) -> None:
         """`G = torch.nn.functional` makes G import-rooted too; `T = type(x)` makes T a class."""
-        pairs = [pair for node in ast.walk(tree) for pair in _assigned_pairs(node)]
+        pairs = [pair for node in ast.walk(tree) for pair in assigned_pairs(node)]
         for _ in range(4):
             changed = False
             for name, value in pairs:
-                path = _TYPE if _is_type_call(value) else self.chain(value)[1]
+                path = _TYPE if is_type_call(value) else self.chain(value)[1]
                 if path and self.bound.get(name) != path:
                     self.bound[name], changed = path, True
             if not changed:
@@ -111,7 +75,7 @@ class _Gate(ast.NodeVisitor):
     def chain(self, node: ast.AST) -> tuple[list[str], str | None, ast.AST]:
         """(components, dotted path when import-rooted, base node) of `a.b.c` / getattr(a, "b")."""
         attrs: list[str] = []
-        while isinstance(node, ast.Attribute) or _literal_getattr(node):
+        while isinstance(node, ast.Attribute) or literal_getattr(node):
             attrs.append(node.attr if isinstance(node, ast.Attribute) else node.args[1].value)
             node = node.value if isinstance(node, ast.Attribute) else node.args[0]
         attrs.reverse()
@@ -127,19 +91,21 @@ class _Gate(ast.NodeVisitor):
                     first_attr: int) -> None:
         """All rules on one chain; parts[first_attr:] are its attribute components."""
         for i, name in enumerate(parts[first_attr:], start=first_attr):
-            sentence = A.ANY_ATTRIBUTE.get(name)
+            sentence = A.ANY_ATTRIBUTE.get(name) or (
+                A.UNROOTED_ATTRIBUTE.get(name) if path is None else None)
             if sentence and not (name in A.SELF_ONLY_ATTRIBUTES and i == first_attr
-                                 and _is_self_or_super(base)):
+                                 and is_self_or_super(base)):
                 self.flag(node, sentence.format(name))
         if path is None:
             return
-        for pair in zip(parts, parts[1:]):
+        if len(parts) > 1:  # a member of an imported forbidden module (os.system, sys.exit);
+            pair = (parts[0], parts[1])  # one reached through another module is refused there
             reason = A.MEMBER_REASONS.get(pair)
             if reason is None and pair[1] not in A.ANY_ATTRIBUTE:
                 reason = A.ANY_MEMBER_OF.get(pair[0])
             if reason:
                 self.flag(node, f"{pair[0]}.{pair[1]} is not allowed: {reason}")
-        reason = A.path_reason(parts)
+        reason = A.path_reason(parts, self.allowed)
         if reason:
             self.flag(node, reason)
 
@@ -152,7 +118,7 @@ class _Gate(ast.NodeVisitor):
         return name not in self.module_names
 
     def in_scope(self, scope: ast.AST, body: list[ast.AST]) -> None:
-        self.scopes.append((scope, _scope_names(scope)))
+        self.scopes.append((scope, scope_names(scope)))
         for node in body:
             self.visit(node)
         self.scopes.pop()
@@ -160,12 +126,16 @@ class _Gate(ast.NodeVisitor):
     def _outer_parts(self, args: ast.arguments, *more: ast.AST | None) -> None:
         """Defaults, annotations, decorators: evaluated in the enclosing scope."""
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-        annotations = [p.annotation for p in params if p]
+        annotations = [p.annotation for p in params if p and p.annotation]
+        for node in annotations:
+            self.check_annotation(node)
         for node in [*args.defaults, *args.kw_defaults, *annotations, *more]:
             if node is not None:
                 self.visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.returns is not None:
+            self.check_annotation(node.returns)
         self._outer_parts(node.args, *node.decorator_list, node.returns)
         self.in_scope(node, node.body)
 
@@ -212,10 +182,10 @@ class _Gate(ast.NodeVisitor):
 
     def allowed_top(self, node: ast.AST, dotted: str) -> bool:
         top = dotted.split(".")[0]
-        if top not in A.allowed_modules():
+        if top not in self.allowed:
             self.flag(node, f"importing {top} is not allowed: "
-                            f"{A.MODULE_REASONS.get(top, A.allowed_hint())}")
-        return top in A.allowed_modules()
+                            f"{A.MODULE_REASONS.get(top) or A.allowed_hint()}")
+        return top in self.allowed
 
     # ---- names, attributes, calls ----
     def visit_Name(self, node: ast.Name) -> None:
@@ -233,10 +203,12 @@ class _Gate(ast.NodeVisitor):
         """Checks the whole chain once, then visits its base and any getattr(...) links in it."""
         parts, path, base = self.chain(node)
         links, inner = 0, node
-        while isinstance(inner, ast.Attribute) or _literal_getattr(inner):
+        while isinstance(inner, ast.Attribute) or literal_getattr(inner):
             links += 1
             if isinstance(inner, ast.Call):
                 self.visit(inner)
+            elif inner.attr in S.FORMAT_METHODS:
+                self.check_format_link(inner)
             inner = inner.value if isinstance(inner, ast.Attribute) else inner.args[0]
         self.check_chain(node, parts, path, base, len(parts) - links)
         self.visit(base)
@@ -246,14 +218,92 @@ class _Gate(ast.NodeVisitor):
             self.call_funcs.add(id(node.func))
             if node.func.id in A.ATTR_BUILTINS and self.is_builtin(node.func.id):
                 self.check_attr_builtin(node, node.func.id)
+        elif self.is_str_format(node.func):  # str.format(template, ...)
+            self.str_format_calls.add(id(node.func))
+            template = node.args[0] if node.args else None
+            self.check_format_template(node.func, node.func.attr, template)
+        self.check_compile_options(node)
+        self.generic_visit(node)
+
+    # ---- strings Python walks or evaluates (harness/static_strings.py) ----
+    def is_str_format(self, node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr in S.FORMAT_METHODS
+                and isinstance(node.value, ast.Name) and node.value.id == "str"
+                and self.is_builtin("str"))
+
+    def literals(self) -> S.LiteralStrings:
+        if self._literals is None:
+            self._literals = S.LiteralStrings(self.tree)
+        return self._literals
+
+    def check_format_link(self, node: ast.Attribute) -> None:
+        """`x.format`: x is the template, unless x is `str` (then the call's first argument)."""
+        if not self.is_str_format(node):
+            self.check_format_template(node, node.attr, node.value)
+        elif id(node) not in self.str_format_calls:
+            self.flag(node, f"`str.{node.attr}` may only be called directly, with a literal "
+                            f"format string")
+
+    def check_format_template(self, node: ast.AST, method: str, template: ast.AST | None) -> None:
+        """The template of `.format` / `.format_map` must be a literal whose fields walk
+        nothing (static_strings.py)."""
+        values = None if template is None or isinstance(template, ast.Starred) \
+            else self.literals().of(template)
+        if values is None:
+            self.flag(node, S.FORMAT_UNREADABLE.format(method))
+            return
+        for value in values:
+            problem = S.format_problem(value)
+            if problem:
+                self.flag(node, problem)
+                return
+
+    def check_annotation(self, annotation: ast.AST) -> None:
+        """String annotations are type expressions, checked by every rule as if written out."""
+        for const in S.annotation_strings(annotation):
+            tree, why = S.parse_annotation(const.value)
+            if why:
+                self.flag(const, why)
+                continue
+            for part in ast.walk(tree):
+                ast.copy_location(part, const)
+            self.check_annotation(tree.body)
+            self.visit(tree.body)
+
+    def check_compile_options(self, node: ast.Call) -> None:
+        """torch.compile(options=...) patches inductor's config: its compiler program, flags
+        and output folders. Also through functools.partial(torch.compile, ...)."""
+        path = self.chain(node.func)[1]
+        if path in ("functools.partial", "functools.partialmethod") and node.args:
+            path = self.chain(node.args[0])[1]
+        if path != "torch.compile":
+            return
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg == "options":
+                self.flag(node, A.COMPILE_OPTIONS_REASON)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        """A string naming a forbidden dunder (`type("C", (), {"__annotations__": ...})`)."""
+        if isinstance(node.value, str) and node.value in A.DUNDER_STRINGS \
+                and id(node) not in self.attr_names:
+            self.flag(node, f"the string '{node.value}' is not allowed: it names interpreter "
+                            f"internals; refer to your own names directly")
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg in A.DUNDER_STRINGS:
+            self.flag(node, f"the keyword {node.arg}= is not allowed: it names interpreter "
+                            f"internals; refer to your own names directly")
         self.generic_visit(node)
 
     def check_attr_builtin(self, node: ast.Call, fn: str) -> None:
         """getattr/setattr/delattr/hasattr: a literal name is checked like `obj.name`."""
-        if len(node.args) < 2 or not _is_str(node.args[1]):
+        if len(node.args) < 2 or not is_str(node.args[1]):
             self.flag(node, f"`{fn}` with a computed attribute name hides what is reached; use "
                             f"plain attribute access or a string literal")
             return
+        self.attr_names.add(id(node.args[1]))
+        if fn == "getattr" and node.args[1].value in S.FORMAT_METHODS:
+            self.check_format_template(node, node.args[1].value, node.args[0])
         if fn == "hasattr":  # returns a bool: nothing is reached
             return
         parts, path, base = self.chain(node.args[0])
@@ -283,7 +333,7 @@ class _Gate(ast.NodeVisitor):
                     self.flag(target, A.TYPE_PATCH_REASON)
 
     def is_type_root(self, base: ast.AST) -> bool:
-        return _is_type_call(base) or (isinstance(base, ast.Name)
+        return is_type_call(base) or (isinstance(base, ast.Name)
                                        and self.bound.get(base.id) == _TYPE)
 
     def visit_Assign(self, node: ast.AST) -> None:
@@ -292,7 +342,11 @@ class _Gate(ast.NodeVisitor):
         self._targets(targets if targets is not None else [node.target])
         self.generic_visit(node)
 
-    visit_AugAssign = visit_AnnAssign = visit_Delete = visit_For = visit_AsyncFor = visit_Assign
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.check_annotation(node.annotation)
+        self.visit_Assign(node)
+
+    visit_AugAssign = visit_Delete = visit_For = visit_AsyncFor = visit_Assign
 
     def visit_withitem(self, node: ast.withitem) -> None:
         if node.optional_vars is not None:
@@ -300,50 +354,8 @@ class _Gate(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _assigned_pairs(node: ast.AST) -> list[tuple[str, ast.AST]]:
-    """(name, value) for `name = value`, `a, b = x, y`, `name: T = value`, `(name := value)`."""
-    if isinstance(node, ast.Assign):
-        todo = [(t, node.value) for t in node.targets]
-    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-        todo = [(node.target, node.value)]
-    else:
-        return []
-    pairs = []
-    while todo:
-        target, value = todo.pop()
-        if isinstance(target, ast.Name):
-            pairs.append((target.id, value))
-        elif (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
-              and len(target.elts) == len(value.elts)):
-            todo.extend(zip(target.elts, value.elts))
-    return pairs
-
-
 def _patch_reason(path: str) -> str:
     if path.startswith("torch.backends."):
         return f"assigning {path} is not allowed: {A.BACKENDS_REASON}"
     return (f"monkeypatching {path} is not allowed: the harness and the reference rely on it; "
             f"define your own function or class instead")
-
-
-def _is_str(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
-
-
-def _literal_getattr(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "getattr" and len(node.args) >= 2 and _is_str(node.args[1])
-            and not node.keywords)
-
-
-def _is_type_call(node: ast.AST) -> bool:
-    """`type(x)` of something other than self/cls (the candidate's own class is its to change)."""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "type" and len(node.args) == 1
-            and not (isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls")))
-
-
-def _is_self_or_super(base: ast.AST) -> bool:
-    return ((isinstance(base, ast.Name) and base.id == "self")
-            or (isinstance(base, ast.Call) and isinstance(base.func, ast.Name)
-                and base.func.id == "super"))
