@@ -350,6 +350,24 @@ POSITIVE = [
     ("torch-export", "torch.export.load('x.pt2')\n", "torch.export is not allowed"),
     ("torch-cuda-tunable", "torch.cuda.tunable.read_file('x')\n",
      "torch.cuda.tunable is not allowed"),
+    ("inline-include-paths", "from torch.utils.cpp_extension import load_inline\n"
+     "m = load_inline('m', [''], extra_include_paths=['/opt/p'])\n",
+     "extra_include_paths names a folder on disk"),
+    ("inline-include-flag", "from torch.utils.cpp_extension import load_inline\n"
+     "m = load_inline('m', [''], extra_cflags=['-include/opt/p/.env'])\n",
+     "flag '-include/opt/p/.env' is not allowed"),
+    ("inline-response-file", "m = torch.utils.cpp_extension.load_inline('m', [''], "
+     "extra_cuda_cflags=['@/opt/p/.env'])\n", "flag '@/opt/p/.env' is not allowed"),
+    ("inline-xcompiler", "m = torch.utils.cpp_extension.load_inline('m', [''], "
+     "extra_cuda_cflags=['-Xcompiler=-include,/x'])\n", "is not allowed"),
+    ("inline-computed-flags", "def f(fl):\n    return torch.utils.cpp_extension.load_inline("
+     "'m', [''], extra_cflags=fl)\n", "must be a list of string literals"),
+    ("inline-linker", "m = torch.utils.cpp_extension.load_inline('m', [''], "
+     "extra_ldflags=['-Wl,-rpath,/x'])\n", "is not allowed"),
+    ("inline-kwargs", "kw = {}\nm = torch.utils.cpp_extension.load_inline('m', [''], **kw)\n",
+     "hides its options"),
+    ("inline-positional", "m = torch.utils.cpp_extension.load_inline('m', [''], None, ['f'], "
+     "['-I/x'])\n", "passed by keyword"),
 ]
 
 
@@ -462,6 +480,12 @@ NEGATIVE = [
     ("getattr-on-self", "class M(nn.Module):\n    def __getattr__(self, name):\n"
                         "        return super().__getattr__(name)\n"),
     ("helpers-as-parameters", "def f(help, license):\n    return help + license\n"),
+    ("inline-flags", "from torch.utils.cpp_extension import load_inline\nO3 = '-O3'\n"
+                     "m = load_inline('m', [''], cuda_sources=[''], functions=['f'],\n"
+                     "    extra_cflags=[O3, '-fopenmp', '-march=native', '-DN=4'],\n"
+                     "    extra_cuda_cflags=['--use_fast_math', '-arch=sm_90a', '-lineinfo',\n"
+                     "                       '-Xcompiler=-fopenmp,-O3', '-Xptxas=-v'],\n"
+                     "    extra_ldflags=['-lcublas'], verbose=False, with_cuda=True)\n"),
 ]
 
 

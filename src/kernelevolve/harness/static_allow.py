@@ -171,10 +171,6 @@ ANY_MEMBER_OF = {"os": _PROCESS, "signal": _SIGNAL, "subprocess": _PROCESS}
 
 # ---- torch --------------------------------------------------------------------------------------
 
-COMPILE_OPTIONS_REASON = ("torch.compile's `options` (or **keywords that could carry them) are not "
-                          "allowed: inductor's options name the compiler program, its flags and "
-                          "the folders it writes; pass mode=, dynamic= or fullgraph= only")
-
 STREAM_REASON = ("CUDA streams hide work from the timer; use the current stream "
                  "(torch.cuda.current_stream())")
 STREAM_NAMES = frozenset({"Stream", "ExternalStream", "stream", "set_stream", "streams"})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from kernelevolve.harness import static_allow as A
+from kernelevolve.harness import static_inline as I
 from kernelevolve.harness import static_strings as S
 from kernelevolve.harness.static_scope import (COMPS, assigned_pairs, import_bindings,
                                                is_self_or_super, is_str, is_type_call,
@@ -222,7 +223,7 @@ class _Gate(ast.NodeVisitor):
             self.str_format_calls.add(id(node.func))
             template = node.args[0] if node.args else None
             self.check_format_template(node.func, node.func.attr, template)
-        self.check_compile_options(node)
+        self.check_build_call(node)
         self.generic_visit(node)
 
     # ---- strings Python walks or evaluates (harness/static_strings.py) ----
@@ -270,17 +271,21 @@ class _Gate(ast.NodeVisitor):
             self.check_annotation(tree.body)
             self.visit(tree.body)
 
-    def check_compile_options(self, node: ast.Call) -> None:
-        """torch.compile(options=...) patches inductor's config: its compiler program, flags
-        and output folders. Also through functools.partial(torch.compile, ...)."""
+    def check_build_call(self, node: ast.Call) -> None:
+        """Compilers that run in the candidate's process: torch.compile(options=...) and
+        load_inline's paths and flags (static_inline.py). Also through functools.partial."""
         path = self.chain(node.func)[1]
         if path in ("functools.partial", "functools.partialmethod") and node.args:
             path = self.chain(node.args[0])[1]
-        if path != "torch.compile":
-            return
-        for kw in node.keywords:
-            if kw.arg is None or kw.arg == "options":
-                self.flag(node, A.COMPILE_OPTIONS_REASON)
+            node = ast.Call(node.args[0], node.args[1:], node.keywords, lineno=node.lineno,
+                            col_offset=node.col_offset)
+        if path == "torch.compile":
+            if any(kw.arg is None or kw.arg == "options" for kw in node.keywords):
+                self.flag(node, I.COMPILE_OPTIONS)
+        elif path == I.LOAD_INLINE:
+            problem = I.load_inline_problem(node, self.literals().of)
+            if problem:
+                self.flag(node, problem)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         """A string naming a forbidden dunder (`type("C", (), {"__annotations__": ...})`)."""
