@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from kernelevolve.harness.text import REASON_LABEL, fence, quoted
 from kernelevolve.search.graph import ROOT, SearchGraph
 
 _OP_CLASSES = (
@@ -95,9 +96,13 @@ def learn_from_run(run: Any, graph: SearchGraph, outcome: dict[str, Any], fp: di
         if len(ids) < RECURRING:
             continue
         example = store.evaluation(run.id, ids[-1]) or {}
+        # Notes reach later prompts: what a candidate printed stays fenced and labelled, with no
+        # blank line, so the block stays one paragraph (knowledge/sections.py splits on them).
+        latest = "\n".join(ln for ln in (example.get("reason") or "").splitlines()[:12]
+                           if ln.strip())
         body = (f"On problem `{name}`, {len(ids)} candidates were rejected at the `{stage}` "
-                f"gate for the same reason:\n\n    {pattern}\n\nLatest full reason:\n\n"
-                + "\n".join("    " + ln for ln in (example.get("reason") or "").splitlines()[:12])
+                f"gate for the same reason:\n\n{fence(pattern, 'text')}\n\nThe latest one in "
+                f"full, {quoted(latest, REASON_LABEL)}"
                 + f"\n\nNodes: {', '.join(map(str, ids[:12]))} of run {run.id}. Avoid this "
                 "pattern, or fix its cause before anything else.")
         paths.append(write_learned_note(
