@@ -350,6 +350,8 @@ POSITIVE = [
     ("torch-export", "torch.export.load('x.pt2')\n", "torch.export is not allowed"),
     ("torch-cuda-tunable", "torch.cuda.tunable.read_file('x')\n",
      "torch.cuda.tunable is not allowed"),
+    ("torch-ops-read-file", "b = torch.ops.image.read_file('/opt/x')\n",
+     "torch.ops.image.read_file is not allowed"),
     ("inline-include-paths", "from torch.utils.cpp_extension import load_inline\n"
      "m = load_inline('m', [''], extra_include_paths=['/opt/p'])\n",
      "extra_include_paths names a folder on disk"),

@@ -215,6 +215,8 @@ TORCH_ANY = {
                     "torch.utils.cpp_extension.load_inline",
     **dict.fromkeys(("change_current_allocator", "CUDAPluggableAllocator"),
                     "it replaces the allocator the harness uses too"),
+    **dict.fromkeys(("read_file", "write_file"),  # torch.ops.image.* when torchvision is loaded
+                    "it reads or writes files; embed constants in the source"),
 }
 TORCH_NAME_PREFIXES = {"set_": _GLOBAL_STATE,
                        "register_module_": "global module hooks change every module's behaviour"}
