@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import CORPUS, PROBLEMS, example
-from kernelevolve.harness import measure, timed_link
+from kernelevolve.harness import measure, sampled_outputs, timed_link
 from kernelevolve.harness.integrity import (idle_cpu_problem, norm_ratio_problem,
                                             sampled_calls_problem)
 from kernelevolve.harness.shared_inputs import ReadOnlySets, SharedSets
@@ -137,19 +137,95 @@ def test_calls_per_batch_follows_time_and_memory():
     assert measure.calls_per_batch(1e-6, measure.SET_BUDGET // 3, 64) == 3
 
 
-def test_outputs_are_read_from_the_candidates_memory_as_laid_out():
-    me = timed_link.TimedProcess(os.getpid(), None, "candidate")
+class _CountingReader(timed_link.TimedProcess):
+    """This process's own memory through the real reader, counting what is read."""
+
+    def __init__(self):
+        super().__init__(os.getpid(), None, "candidate")
+        self.bytes_read = self.reads = 0
+
+    def read_runs(self, runs):
+        self.bytes_read += sum(n for _, n in runs)
+        self.reads += 1
+        return super().read_runs(runs)
+
+
+def _read(reader, t, spec=None):
+    dtype = str(t.dtype).removeprefix("torch.")
+    strides = sampled_outputs.described_strides([dtype, list(t.shape), list(t.stride())], dtype,
+                                                list(t.shape))
+    return sampled_outputs.read(reader, t.data_ptr(), dtype, list(t.shape), strides, spec)
+
+
+def test_outputs_are_read_from_the_candidates_memory_whatever_their_strides():
+    """Any layout the check job accepts is read back exactly: views of padded buffers (far more
+    memory than elements: refused before), non-contiguous strides, permutations, broadcasts."""
+    me = _CountingReader()
+    padded = torch.randn(96, 16)
+    wide = torch.randn(300, 4096)
+    cube = torch.arange(2 * 3 * 5, dtype=torch.int64).reshape(2, 3, 5)
+    views = [padded, padded[:, 0], padded[:, 1:2], padded.t(), padded[::3, ::5], wide[:, :1],
+             wide[:, 7:9], torch.randn(5, 1).expand(5, 7), cube.permute(2, 0, 1),
+             cube[:, ::2].transpose(0, 2), torch.rand(33, 65).to(torch.bfloat16)[:, 1::2],
+             torch.rand(40, 40) > 0.5, torch.empty(0, 4)]
+    for view in views:
+        got = _read(me, view)
+        assert got.shape == view.shape and torch.equal(got, view), (view.shape, view.stride())
+    # a large output, read in blocks: the same elements as the reference's contiguous copy
+    for view in (wide, wide.t(), wide[:, ::3], wide[::2]):
+        shape, strides = list(view.shape), list(view.stride())
+        spec = sampled_outputs.choose([("float32", shape, strides)])[0]
+        assert spec is not None
+        assert torch.equal(_read(me, view, spec), sampled_outputs.gather(view.contiguous(), spec))
+
+
+def test_an_unreadable_output_names_its_reason():
+    me = _CountingReader()
     t = torch.arange(24, dtype=torch.float32).reshape(4, 6)
-    got = timed_link.read_tensor(me, t.data_ptr(), "float32", [4, 6], ["float32", [4, 6], [6, 1]])
-    assert torch.equal(got, t)
-    view = t.t()
-    got = timed_link.read_tensor(me, view.data_ptr(), "float32", [6, 4],
-                               ["float32", [6, 4], list(view.stride())])
-    assert torch.equal(got, view)
-    for bad in (["float64", [4, 6], [6, 1]], ["float32", [4, 5], [6, 1]],
-                ["float32", [4, 6], [-6, 1]], ["float32", [4, 6], [600, 100]], "garbage"):
-        assert timed_link.read_tensor(me, t.data_ptr(), "float32", [4, 6], bad) is None
-    assert timed_link.read_tensor(me, 8, "float32", [4, 6], ["float32", [4, 6], [6, 1]]) is None
+    with pytest.raises(sampled_outputs.UnreadableOutput, match="not mapped"):
+        sampled_outputs.read(me, 8, "float32", [4, 6], [6, 1], None)
+    for described, why in ((["float64", [4, 6], [6, 1]], "float64 tensor"),
+                           (["float32", [4, 5], [6, 1]], "shape"),
+                           (["float32", [4, 6], [-6, 1]], "strides"),
+                           (["float32", [4, 6], [1 << 60, 1]], "strides"), ("garbage", "malformed")):
+        with pytest.raises(sampled_outputs.UnreadableOutput, match=why):
+            strides = sampled_outputs.described_strides(described, "float32", [4, 6])
+            sampled_outputs.read(me, t.data_ptr(), "float32", [4, 6], strides, None)
+
+
+def test_every_batch_check_reads_a_bounded_amount_and_draws_new_blocks():
+    """What one batch's check reads does not grow with the output (the old budget stopped
+    checking instead), and each batch reads other blocks, drawn after it ran."""
+    small = torch.randn(64, 64)  # 16 KiB: read whole
+    me = _CountingReader()
+    _read(me, small, sampled_outputs.choose([("float32", [64, 64], [64, 1])])[0])
+    assert me.bytes_read == small.numel() * 4
+    bound = sampled_outputs.SAMPLE_BYTES + sampled_outputs.MAX_RUNS * sampled_outputs.GAP_BYTES
+    for rows in (1 << 10, 1 << 14, 1 << 16):  # 4 MiB, 64 MiB, 256 MiB
+        big = torch.empty(rows, 1024)
+        big[::97].fill_(1.0)
+        layout = [("float32", [rows, 1024], [1024, 1])]
+        drawn = []
+        for _ in range(3):
+            me = _CountingReader()
+            spec = sampled_outputs.choose(layout)[0]
+            got = _read(me, big, spec)
+            assert me.bytes_read <= bound and got.numel() * 4 <= sampled_outputs.SAMPLE_BYTES
+            assert torch.equal(got, sampled_outputs.gather(big, spec))
+            drawn.append(tuple(spec["starts"]))
+        assert len(set(drawn)) == 3, "the same blocks were drawn twice"
+        del big
+
+
+def test_a_scattered_output_is_read_in_a_bounded_number_of_reads():
+    """One element per wide row: each is its own read, so at most MAX_RUNS of them."""
+    col = torch.randn(20000, 512)[:, :1]
+    spec = sampled_outputs.choose([("float32", [20000, 1], [512, 1])])[0]
+    assert spec is not None and spec["block"] == 1
+    assert len(spec["starts"]) == sampled_outputs.MAX_RUNS
+    me = _CountingReader()
+    assert torch.equal(_read(me, col, spec), sampled_outputs.gather(col.contiguous(), spec))
+    assert me.bytes_read <= sampled_outputs.MAX_RUNS * 4
 
 
 def test_sampled_calls_and_idle_cpu_verdicts():
@@ -222,3 +298,81 @@ def test_the_device_protocol_runs_on_cpu_too(evaluator):
                                 options=opts)
     if cached.accepted:
         assert cached.speedup < 3.0 * honest.speedup, cached.reason
+
+
+def _spin(cpu_s: float) -> None:
+    import time
+
+    start = time.process_time()
+    while time.process_time() - start < cpu_s:
+        pass
+
+
+def _candidate_side(go: int, done: int) -> None:  # pragma: no cover - a forked process
+    """Starts, once told to, a child that spins and is reaped by the kernel at exit (SIGCHLD
+    ignored: its time reaches no /proc file) and an orphan that spins and stays. Each says when
+    its spinning is over."""
+    import signal as sig
+
+    os.read(go, 1)
+    sig.signal(sig.SIGCHLD, sig.SIG_IGN)
+    if os.fork() == 0:
+        _spin(0.15)
+        os.write(done, b"x")
+        os._exit(0)
+    if os.fork() == 0:
+        if os.fork() == 0:  # re-parented to the coordinator, a subreaper
+            _spin(0.15)
+            os.write(done, b"x")
+            os.read(go, 1)  # stays until the coordinator ends
+        os._exit(0)
+    os.read(go, 1)
+    os._exit(0)
+
+
+def test_every_process_of_the_candidates_side_is_counted():
+    """A process the candidate started, reaped by the kernel the moment it exits, and an
+    orphan re-parented to the coordinator: both are counted (perf), the orphan by /proc too."""
+    import json
+
+    from kernelevolve.harness.reaper import become_subreaper, kill_leftovers
+    from kernelevolve.harness.side_cpu import SideAccount, SideCPU
+
+    out_r, out_w = os.pipe()
+    coordinator = os.fork()
+    if coordinator == 0:  # pragma: no cover - the coordinator
+        code = 1
+        try:
+            become_subreaper()
+            go_r, go_w = os.pipe()
+            done_r, done_w = os.pipe()
+            cand = os.fork()
+            if cand == 0:
+                _candidate_side(go_r, done_w)
+            side = SideCPU(cand, -1)
+            side.attach()
+            account = SideAccount(side)
+            account.timed_pairs_start()
+            own0 = timed_link.TimedProcess(cand, None, "candidate").cpu_s()
+            os.write(go_w, b"x")
+            for _ in range(2):
+                os.read(done_r, 1)
+            own = timed_link.TimedProcess(cand, None, "candidate").cpu_s() - own0
+            result = account.result(own)
+            result["unavailable"] = side.unavailable
+            os.write(out_w, json.dumps(result).encode())
+            side.close()
+            code = 0
+        finally:
+            kill_leftovers(False)
+            os._exit(code)
+    os.close(out_w)
+    data = b""
+    while chunk := os.read(out_r, 1 << 16):
+        data += chunk
+    os.waitpid(coordinator, 0)
+    got = json.loads(data)
+    assert got["others_proc_s"] >= 0.12, got  # the orphan, by /proc
+    if got["unavailable"] is None:
+        assert got["others_perf_s"] >= 0.27, got  # both spinners, by perf
+    assert got["others_cpu_s"] >= max(got["others_perf_s"] or 0.0, got["others_proc_s"])

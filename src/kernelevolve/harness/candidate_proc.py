@@ -19,7 +19,8 @@ Commands, over a socket each:
   answer with where each output lies in this process's memory; the coordinator reads the
   candidate's sampled outputs straight from /proc/<pid>/mem, so nothing the candidate's process
   says about its outputs can be computed late;
-- `outputs` (reference only): send the bytes of one kept call's outputs;
+- `outputs` (reference only): send the bytes of one kept call's outputs, or of the elements the
+  coordinator drew from them (harness/sampled_outputs.py);
 - `exit`.
 """
 from __future__ import annotations
@@ -161,19 +162,23 @@ def _command_loop(sock: socket.socket, session, models: dict[tuple[str, str], An
                               msg.get("numbers", {}), kept[which], session, path)
             frames.send_frame(sock, reply)
         elif op == "outputs" and reference:
-            send_outputs(sock, kept.get("ref", []), msg.get("call"))
+            send_outputs(sock, kept.get("ref", []), msg.get("call"), msg.get("select"))
         else:
             return
 
 
-def send_outputs(sock: socket.socket, kept: list[list[Any]], call: Any) -> None:
-    """One kept call's outputs: a frame with their layout, then their bytes."""
+def send_outputs(sock: socket.socket, kept: list[list[Any]], call: Any, select: Any) -> None:
+    """One kept call's outputs, or the elements `select` names of each (the coordinator's draw,
+    harness/sampled_outputs.py): a frame with their layout, then their bytes."""
     import torch
 
-    if not isinstance(call, int) or not 0 <= call < len(kept):
+    from kernelevolve.harness.sampled_outputs import gather
+
+    if not isinstance(call, int) or not 0 <= call < len(kept) or not isinstance(select, list) \
+            or len(select) != len(kept[call]):
         frames.send_frame(sock, {"outputs": False})
         return
-    outs = [t.detach().contiguous().cpu() for t in kept[call]]
+    outs = [gather(t.cpu(), spec) for t, spec in zip(kept[call], select)]
     frames.send_frame(sock, {"outputs": True, "layout": [
         [str(t.dtype).removeprefix("torch."), list(t.shape), t.numel() * t.element_size()]
         for t in outs]})

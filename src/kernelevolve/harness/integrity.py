@@ -139,8 +139,9 @@ IDLE_CPU_SHARE = 0.02      # of the timed wall time: more than this outside its 
 
 
 def sampled_calls_problem(case: str, samples: Any, tolerance) -> str | None:
-    """Outputs of timed calls (chosen after each batch) against the reference for the same
-    inputs: a cache of any key, or work skipped in the timed loop, gives a wrong one here."""
+    """Outputs of timed calls (one chosen after each batch; of a large output, blocks drawn
+    after it) against the reference for the same inputs: a cache of any key, or work skipped in
+    the timed loop, gives a wrong one here."""
     from kernelevolve.harness.compare import compare_outputs
 
     if not isinstance(samples, list) or not samples:
@@ -155,12 +156,52 @@ def sampled_calls_problem(case: str, samples: Any, tolerance) -> str | None:
         cmp = compare_outputs(s.get("ref") or [], s["cand"], tolerance)
         if not cmp.ok:
             return (f"wrong result at {where}, checked after timing on inputs the candidate had "
-                    f"not seen before (a cached or stale output?): {cmp.reason}")
+                    f"not seen before (a cached or stale output, or work skipped on calls it "
+                    f"hoped go unread?): {_sampled_reason(s, cmp.reason, tolerance)}")
     return None
 
 
+def _sampled_reason(sample: dict[str, Any], reason: str, tolerance) -> str:
+    """Where sampled blocks were compared, the first wrong element named in the output's own
+    shape (the comparison itself saw a flat run of elements)."""
+    select, strides = sample.get("select"), sample.get("strides")
+    if not isinstance(select, list) or not isinstance(strides, list):
+        return reason
+    try:
+        return _first_wrong(sample, select, strides, reason, tolerance)
+    except (IndexError, KeyError, TypeError, ValueError, RuntimeError):
+        return reason  # the plain comparison's reason says enough
+
+
+def _first_wrong(sample: dict[str, Any], select: list[Any], strides: list[Any], reason: str,
+                 tolerance) -> str:
+    from kernelevolve.harness import sampled_outputs
+
+    for i, (r, c, spec) in enumerate(zip(sample["ref"], sample["cand"], select)):
+        one = compare_outputs([r], [c], tolerance) if spec is not None else None
+        if one is None or one.ok:
+            continue
+        lo, hi = 0, int(r.numel())  # the shortest failing prefix: comparison is elementwise
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if not compare_outputs([r[:mid]], [c[:mid]], tolerance).ok \
+                else (mid, hi)
+        at = sampled_outputs.where(spec, _shape_of(sample, i), strides[i], lo)
+        counts = one.reason.split("; first mismatch")[0].removeprefix("output ")
+        return (f"output {i}, read in {len(spec['starts'])} block(s) of {spec['block']} "
+                f"element(s) drawn at random after the batch, {counts}; first at {at}: expected "
+                f"{r[lo].item():.6g}, got {c[lo].item():.6g}")
+    return reason
+
+
+def _shape_of(sample: dict[str, Any], i: int) -> list[int]:
+    shapes = sample.get("shapes")
+    return list(shapes[i]) if isinstance(shapes, list) and i < len(shapes) else []
+
+
 def idle_cpu_problem(case: str, cpu: Any) -> str | None:
-    """CPU the candidate's process used outside its own batches, read from outside it."""
+    """CPU the candidate's side used outside the candidate's own batches, read from outside it:
+    its own process between and around its batches, and every other process it started."""
     if not isinstance(cpu, dict):
         return None
     try:
@@ -168,14 +209,19 @@ def idle_cpu_problem(case: str, cpu: Any) -> str | None:
         own = float(cpu["cand_batches_cpu_s"])
         during_ref = float(cpu["ref_batches_cpu_s"])
         wall = float(cpu["ref_batches_wall_s"]) + float(cpu["cand_batches_wall_s"])
+        others = float(cpu.get("others_cpu_s", 0.0))
     except (KeyError, TypeError, ValueError):
         return None
-    idle = total - own
+    idle = total - own + others
     allowed = max(IDLE_CPU_FLOOR_S, IDLE_CPU_SHARE * wall)
     if idle > allowed:
-        return (f"the candidate's process used {1e3 * idle:.1f} ms of CPU outside its own timed "
-                f"batches on case {case!r} ({1e3 * during_ref:.1f} ms of it while the reference "
-                f"was being timed; allowed {1e3 * allowed:.1f} ms), measured from outside its "
-                "process: threads working between or around calls hide work from the clock, "
-                "or steal the baseline's cores. Finish all work inside forward")
+        count = cpu.get("other_processes") or 0
+        rest = (f"; {1e3 * others:.1f} ms in {count} other process(es) it started"
+                if others > 0 else "")
+        return (f"the candidate's side used {1e3 * idle:.1f} ms of CPU outside its own timed "
+                f"batches on case {case!r}: {1e3 * (total - own):.1f} ms in its own process "
+                f"({1e3 * during_ref:.1f} ms of it while the reference was being timed){rest}; "
+                f"allowed {1e3 * allowed:.1f} ms. Measured from outside its processes: threads "
+                "or processes working between or around calls hide work from the clock, or "
+                "steal the baseline's cores. Finish all work inside forward, in its own process")
     return None

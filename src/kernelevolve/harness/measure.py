@@ -14,13 +14,17 @@ code: it forks the candidate's process and the reference's process first
   source (`os.urandom`, not this process's memory, which the candidate could otherwise read)
   right before the pair of batches that uses them, in shared memory both processes map
   read-only;
-- after each candidate batch, one call chosen at random (again from `os.urandom`) is checked:
-  its outputs are read straight from the candidate's memory (/proc/<pid>/mem) and go to the
-  driver with the reference's outputs for the same inputs (sent by the reference process,
-  which is not dumpable). A cache of any key returns a stale output there;
-- the candidate's process CPU clock is read around each of its batches: whatever it uses
-  outside them (while the reference runs, between batches) is reported, and the driver
-  rejects more than a small allowance: hidden work, or a thread stealing the reference's cores.
+- after every timed candidate batch, one call chosen at random (again from `os.urandom`) is
+  checked: its outputs, or blocks of them drawn after the batch so the cost is bounded whatever
+  the output size (harness/sampled_outputs.py), are read straight from the candidate's memory
+  and go to the driver with the same elements of the reference's outputs for the same inputs
+  (sent by the reference process, which is not dumpable). A cache of any key returns a stale
+  output there, and no timed batch goes unchecked;
+- the candidate's process CPU clock is read around each of its batches, and so is the CPU of
+  every process of the candidate's side (its own and all it started: harness/side_cpu.py):
+  whatever the side uses outside the candidate's own batches (while the reference runs, between
+  batches, in other processes) is reported, and the driver rejects more than a small allowance:
+  hidden work, or threads or processes stealing the reference's cores.
 
 Reference and candidate batches alternate which goes first, and each pair shares its input
 sets, so drift, load and cache warmth cancel; per-call times are batch time over calls.
@@ -33,10 +37,12 @@ import secrets
 import time
 from typing import Any
 
-from kernelevolve.harness import candidate_proc
+from kernelevolve.harness import candidate_proc, sampled_outputs
 from kernelevolve.harness.child import JobContext
+from kernelevolve.harness.reaper import become_subreaper
 from kernelevolve.harness.session import JobFailure, Session
-from kernelevolve.harness.timed_link import TimedProcess, itemsize, read_tensor, threads
+from kernelevolve.harness.side_cpu import SideAccount, SideCPU
+from kernelevolve.harness.timed_link import TimedProcess, itemsize, threads
 from kernelevolve.harness.timing import TimingPolicy
 
 BATCH_S = 0.0025           # the faster side's batch lasts this: long enough that the round
@@ -46,7 +52,6 @@ BATCH_S = 0.0025           # the faster side's batch lasts this: long enough tha
 WARM_PAIRS = 3             # warm-up pairs at most (warming stops once the batch size holds)
 MAX_CALLS = 256            # calls per batch, at most
 SET_BUDGET = 256 << 20     # bytes of input sets per case, and of outputs the candidate keeps
-SAMPLE_BUDGET = 64 << 20   # bytes of sampled outputs sent to the driver per case
 _PR_SET_DUMPABLE = 4
 REF_PERF_UNAVAILABLE = ("perf: the reference process is not dumpable (so that the candidate "
                         "cannot read it), so its counters cannot be attached from outside")
@@ -54,6 +59,9 @@ REF_PERF_UNAVAILABLE = ("perf: the reference process is not dumpable (so that th
 
 def job_measure(req: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     ctx.stage("problem")
+    # Orphans of the candidate's side are re-parented here, not to the server: they stay in
+    # this process's subtree, where they are counted (harness/side_cpu.py).
+    become_subreaper()
     # Both first: before this process starts any thread pool.
     cand = TimedProcess(*candidate_proc.spawn(req, "candidate"), "candidate")
     ref = TimedProcess(*candidate_proc.spawn(req, "reference"), "reference")
@@ -78,10 +86,18 @@ def _measure(req: dict[str, Any], ctx: JobContext, cand: "TimedProcess",
                                                             str) else None
     baseline = req.get("baseline") == "compile" and compile_error is None
     cand.relay_load(ctx)
-    result = {}
-    for case in session.cases:
-        ctx.stage("timing")
-        result[case.name] = CaseTiming(session, case, ref, baseline, cand, policy).run()
+    side = SideCPU(cand.pid, ref.pid)
+    try:
+        side.attach()
+        if side.incomplete:
+            raise JobFailure("integrity", side.incomplete)
+        result = {}
+        for case in session.cases:
+            ctx.stage("timing")
+            result[case.name] = CaseTiming(session, case, ref, baseline, cand, policy,
+                                           side).run()
+    finally:
+        side.close()
     return {"ok": True, "protocol": "outside", "cases": result, "compile_error": compile_error}
 
 
@@ -93,9 +109,9 @@ class CaseTiming:
     """One case: batch sizing, the interleaved loop, the sampled checks, the CPU accounts."""
 
     def __init__(self, session: Session, case, ref: TimedProcess, baseline: bool,
-                 cand: TimedProcess, policy: TimingPolicy):
+                 cand: TimedProcess, policy: TimingPolicy, side: SideCPU):
         self.session, self.case, self.ref, self.baseline = session, case, ref, baseline
-        self.cand, self.policy = cand, policy
+        self.cand, self.policy, self.side = cand, policy, side
 
     def run(self) -> dict[str, Any]:
         from kernelevolve.harness.shared_inputs import InputLayoutError, layout
@@ -125,8 +141,13 @@ class CaseTiming:
             self.shared.close()
         self.n, self.shared = n, SharedSets(self.template, n)
         cpu0 = self.cand.cpu_s()
+        account = getattr(self, "account", None)
+        if account is not None:
+            account.enter()
         for proc in (self.ref, self.cand):
             proc.send_sets(self.case.name, self.shared)
+        if account is not None:
+            account.leave()
         # Mapping the sets is the harness's work, done before any content is written: not
         # counted as the candidate's CPU outside its batches.
         self.setup_cpu_s = getattr(self, "setup_cpu_s", 0.0) + self.cand.cpu_s() - cpu0
@@ -175,11 +196,15 @@ class CaseTiming:
         profile = self.profiles.get(proc.role) if self.profiling and model == "ref" else None
         if profile is not None:
             profile.before()
+        if proc is self.cand:
+            self.account.enter()
         cpu0 = self.cand.cpu_s()
         start = time.perf_counter()
         done = proc.batch(self.case.name, list(range(self.n)), numbers, model)
         wall = time.perf_counter() - start
         cpu = self.cand.cpu_s() - cpu0
+        if proc is self.cand:
+            self.account.leave()
         if profile is not None:
             profile.after(self.n)
         return wall, cpu, done
@@ -202,13 +227,16 @@ class CaseTiming:
         ref_ms, cand_ms, comp_ms, samples = [], [], [], []
         acct = {"cand_batches_cpu_s": 0.0, "ref_batches_cpu_s": 0.0, "total_cpu_s": 0.0,
                 "ref_batches_wall_s": 0.0, "cand_batches_wall_s": 0.0}
-        sample_bytes, rep = 0, 0
+        rep = 0
         warm, fresh = (WARM_PAIRS if self.policy.warmup > 0 else 0), True
         start = time.monotonic()
+        self.account = SideAccount(self.side)
         cpu_start, self.setup_cpu_s = self.cand.cpu_s(), 0.0
         while True:
             numbers = self._fill()
             self.profiling = not warm
+            if not warm:
+                self.account.timed_pairs_start()
             timed, done = self._pair(rep, numbers, acct)
             if warm:  # warm-up pairs: caches, pools, the candidate's lazy setup. From the
                 warm -= 1  # second pair at a size on, the batch is sized by the faster side,
@@ -227,10 +255,9 @@ class CaseTiming:
             cand_ms.append(1e3 * timed["cand"] / self.n)
             if "compile" in timed:
                 comp_ms.append(1e3 * timed["compile"] / self.n)
-            if sample_bytes <= SAMPLE_BUDGET:
-                sample = self._sample(done, rep)
-                samples.append(sample)
-                sample_bytes += sum(t.numel() * t.element_size() for t in sample["ref"])
+            samples.append(self._sample(done, rep))  # every timed batch: none goes unchecked
+            if samples[-1]["error"]:  # the verdict is decided: nothing more to time
+                break
             self._generate()
             rep += 1
             elapsed = time.monotonic() - start
@@ -242,6 +269,7 @@ class CaseTiming:
                 break
         acct["total_cpu_s"] = self.cand.cpu_s() - cpu_start - self.setup_cpu_s
         acct["setup_cpu_s"] = self.setup_cpu_s
+        acct.update(self.account.result(acct["total_cpu_s"] - acct["cand_batches_cpu_s"]))
         return {"ref_ms": ref_ms, "cand_ms": cand_ms, "compile_ms": comp_ms or None,
                 "loop_s": time.monotonic() - start, "calls_per_batch": self.n,
                 "samples": samples, "cpu": acct, "threads": threads(self.cand.pid)}
@@ -264,14 +292,11 @@ class CaseTiming:
         return timed, done
 
     def _sample(self, done: dict[str, Any], rep: int) -> dict:
-        """One timed call, chosen after the batch ran: its outputs, read from the candidate's
-        memory, next to the reference's for the same inputs."""
+        """One timed call, chosen after the batch ran: its outputs (or blocks of them, drawn
+        now), read from the candidate's memory, next to the same elements of the reference's
+        outputs for the same inputs."""
         j = secrets.randbelow(self.n)
-        ref = self.ref.outputs(j)
-        if ref is None:
-            raise JobFailure("problem", f"case {self.case.name!r}: the reference process did "
-                                        "not send the outputs of a timed call")
-        entry = {"batch": rep, "call": j, "ref": ref, "cand": None, "error": None}
+        entry = {"batch": rep, "call": j, "ref": None, "cand": None, "error": None}
         ptrs, layout = done.get("ptrs"), done.get("layout")
         if not isinstance(ptrs, list) or len(ptrs) != self.n or not isinstance(layout, list):
             entry["error"] = "the candidate's process did not say where its outputs are"
@@ -287,15 +312,31 @@ class CaseTiming:
             entry["error"] = ("timed calls returned the same output buffer (a later call "
                               "overwrote this one's output); return a new tensor per call")
             return entry
-        entry["cand"] = []
-        for address, (dtype, shape), lay in zip(outs, self.out_layout, layout):
-            tensor = read_tensor(self.cand, address, dtype, shape, lay)
-            if tensor is None:
-                entry["cand"], entry["error"] = None, (
-                    f"the output of call {j + 1} could not be read from the candidate's memory "
-                    "(it must stay alive, as a plain tensor, until the next call)")
+        strides = []
+        for i, (lay, (dtype, shape)) in enumerate(zip(layout, self.out_layout)):
+            try:
+                strides.append(sampled_outputs.described_strides(lay, dtype, shape))
+            except sampled_outputs.UnreadableOutput as exc:
+                entry["error"] = f"output {i} of call {j + 1} cannot be read: {exc}"
                 return entry
-            entry["cand"].append(tensor)
+        select = sampled_outputs.choose([(d, s, st) for (d, s), st in
+                                         zip(self.out_layout, strides)])
+        ref = self.ref.outputs(j, select)
+        if ref is None:
+            raise JobFailure("problem", f"case {self.case.name!r}: the reference process did "
+                                        "not send the outputs of a timed call")
+        entry.update(ref=ref, select=select, strides=strides, cand=[],
+                     shapes=[shape for _, shape in self.out_layout])
+        for i, (address, (dtype, shape), st, spec) in enumerate(
+                zip(outs, self.out_layout, strides, select)):
+            try:
+                entry["cand"].append(sampled_outputs.read(self.cand, address, dtype, shape, st,
+                                                          spec))
+            except sampled_outputs.UnreadableOutput as exc:
+                entry["cand"], entry["error"] = None, (
+                    f"output {i} of call {j + 1} could not be read from the candidate's "
+                    f"memory: {exc}")
+                return entry
         return entry
 
 

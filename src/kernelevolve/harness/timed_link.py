@@ -5,6 +5,7 @@ The processes themselves are in harness/candidate_proc.py.
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import time
@@ -107,9 +108,10 @@ class TimedProcess:
                                        "a malformed message")
         return msg
 
-    def outputs(self, call: int) -> list[Any] | None:
-        """The reference process's outputs of one kept call, sent by it (it is trusted)."""
-        frames.send_frame(self.link, {"op": "outputs", "call": call})
+    def outputs(self, call: int, select: list[Any]) -> list[Any] | None:
+        """The reference process's outputs of one kept call, sent by it (it is trusted): the
+        elements `select` names per output (harness/sampled_outputs.py; None: all of it)."""
+        frames.send_frame(self.link, {"op": "outputs", "call": call, "select": select})
         msg = frames.recv_frame(self.link)
         if msg.get("outputs") is not True:
             return None
@@ -127,6 +129,25 @@ class TimedProcess:
         except (OSError, OverflowError, ValueError):
             return None
         return data if len(data) == nbytes else None
+
+    def read_runs(self, runs: list[tuple[int, int]]) -> bytes | None:
+        """Runs of the candidate's memory (address, length), read back to back: one
+        process_vm_readv per 1024 runs where the kernel allows it, else one read per run. None
+        if any byte is not mapped."""
+        total = sum(n for _, n in runs)
+        out = bytearray(total)
+        done = _readv(self.pid, runs, out) if len(runs) > 1 else None
+        if done is None:  # one run, or process_vm_readv refused: the /proc/<pid>/mem reads
+            at = 0
+            for address, n in runs:
+                data = self.read(address, n)
+                if data is None:
+                    return None
+                out[at:at + n] = data
+                at += n
+        elif not done:
+            return None
+        return bytes(out)
 
     def ended(self) -> str:
         try:
@@ -164,36 +185,64 @@ class TimedProcess:
         os.waitpid(self.pid, 0)
 
 
+_IOV_MAX = 1024
+
+
+def _readv(pid: int, runs: list[tuple[int, int]], out: bytearray) -> bool | None:
+    """process_vm_readv of `runs` into `out`: True, False where memory is not mapped, None where
+    the call itself is not available (then the caller reads /proc/<pid>/mem)."""
+    import ctypes
+
+    import numpy as np
+
+    libc = _libc()
+    fn = getattr(libc, "process_vm_readv", None) if libc is not None else None
+    if fn is None:
+        return None
+    local = (ctypes.c_char * len(out)).from_buffer(out)
+    base = ctypes.addressof(local)
+    at = 0
+    for first in range(0, len(runs), _IOV_MAX):
+        chunk = runs[first:first + _IOV_MAX]
+        remote = np.asarray(chunk, dtype=np.uint64).reshape(-1, 2)
+        want = int(remote[:, 1].sum())
+        lvec = (ctypes.c_uint64 * 2)(base + at, want)
+        got = fn(pid, lvec, 1, ctypes.c_void_p(remote.ctypes.data), len(chunk), 0)
+        if got < 0:
+            err = ctypes.get_errno()
+            if err in (errno.ENOSYS, errno.EPERM, errno.EACCES) and first == 0:
+                return None
+            return False
+        if got != want:
+            return False
+        at += want
+    return True
+
+
+def _libc():
+    import ctypes
+
+    global _LIBC
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL(None, use_errno=True)
+            _LIBC.process_vm_readv.restype = ctypes.c_ssize_t
+            _LIBC.process_vm_readv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                                               ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+        except (OSError, AttributeError):
+            _LIBC = False
+    return _LIBC or None
+
+
+_LIBC = None
+
+
 def _failure(failed: dict[str, Any], default_stage: str) -> JobFailure:
     stage = failed.get("stage") if failed.get("stage") in ("load", "run", "timing") else \
         default_stage
     reason = failed.get("reason")
     return JobFailure(stage, reason[:20000] if isinstance(reason, str) and reason else
                       "the candidate's process failed without a reason")
-
-
-def read_tensor(cand: TimedProcess, address: Any, dtype: str, shape: list[int], lay: Any):
-    import torch
-
-    if not (isinstance(lay, list) and len(lay) == 3 and lay[0] == dtype and lay[1] == shape
-            and isinstance(lay[2], list) and len(lay[2]) == len(shape)
-            and all(isinstance(s, int) and s >= 0 for s in lay[2])):
-        return None
-    tdtype, item = getattr(torch, dtype), itemsize(dtype)
-    numel = 1
-    for s in shape:
-        numel *= s
-    if numel == 0:
-        return torch.empty(shape, dtype=tdtype)
-    span = 1 + sum((s - 1) * st for s, st in zip(shape, lay[2]))
-    if span > 4 * numel:
-        return None
-    raw = cand.read(address, span * item)
-    if raw is None:
-        return None
-    flat = from_bytes(raw, dtype)
-    strided = flat.as_strided(shape, lay[2])
-    return strided if strided.is_contiguous() else offheap(strided)
 
 
 def from_bytes(raw: bytes, dtype: str):
