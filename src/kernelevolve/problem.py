@@ -8,9 +8,11 @@ globals form one case. `TOLERANCE` (optional) is `{"atol": float, "rtol": float}
 from __future__ import annotations
 
 import hashlib
-import math
+import importlib.abc
 import importlib.util
 import itertools
+import linecache
+import math
 import sys
 import types
 from dataclasses import dataclass, field
@@ -58,7 +60,40 @@ def import_module(path: str | Path, prefix: str = "ke_problem", *,
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
         raise ProblemError(str(path), "not a loadable Python file")
+    return _execute(spec, importlib.util.module_from_spec(spec), str(path), wrap_errors)
+
+
+class _TextLoader(importlib.abc.InspectLoader):
+    """A module from source text. `get_source` lets tracebacks, linecache and inspect show its
+    lines though no file exists."""
+
+    def __init__(self, source: str, filename: str):
+        self.source, self.filename = source, filename
+
+    def get_source(self, fullname: str) -> str:
+        return self.source
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        return compile(self.source, self.filename, "exec", dont_inherit=True)
+
+
+def import_source(source: str, filename: str, prefix: str = "ke_problem", *,
+                  wrap_errors: bool = True) -> types.ModuleType:
+    """Import Python source text as a module named after `filename` (a bare name such as
+    `problem.py`: the worker gets the problem as text and never the folder it came from).
+    Errors as `import_module`; tracebacks show `filename` and its lines."""
+    mod_name = f"{prefix}_{next(_counter)}_{_ident(Path(filename).stem)}"
+    loader = _TextLoader(source, filename)
+    spec = importlib.util.spec_from_loader(mod_name, loader, origin=filename, is_package=False)
+    assert spec is not None
     module = importlib.util.module_from_spec(spec)
+    module.__file__ = filename  # inspect.getsource finds the lines through linecache
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return _execute(spec, module, filename, wrap_errors)
+
+
+def _execute(spec, module: types.ModuleType, label: str, wrap_errors: bool) -> types.ModuleType:
+    mod_name = spec.name
     sys.modules[mod_name] = module
     if not wrap_errors:
         try:
@@ -71,11 +106,11 @@ def import_module(path: str | Path, prefix: str = "ke_problem", *,
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(mod_name, None)
-        raise ProblemError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}") from None
+        raise ProblemError(label, f"syntax error at line {exc.lineno}: {exc.msg}") from None
     except (Exception, SystemExit) as exc:  # the user's module raised (or exited) at import
         sys.modules.pop(mod_name, None)
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise ProblemError(str(path), f"importing it raised {type(exc).__name__}: {first}") from None
+        raise ProblemError(label, f"importing it raised {type(exc).__name__}: {first}") from None
     return module
 
 

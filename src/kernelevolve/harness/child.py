@@ -7,7 +7,8 @@ In order, each step before any candidate code exists:
    descriptor-passing socket, other jobs' leftovers. What stays: the control socket to the
    server and the result file the driver opened;
 3. limits: no core dumps, address space, CPU time, file size (the result file);
-4. Landlock (harness/landlock.py), while the process has one thread;
+4. Landlock (harness/landlock.py), while the process has one thread: writes beneath the
+   scratch only, reads beneath the driver's allowlist only (`containment["readable"]`);
 5. the job; right before the candidate is imported it calls `contain()`: the syscall filter on
    every thread (harness/seccomp.py), its listener handed to the server, which acknowledges.
 """
@@ -178,7 +179,8 @@ def run(req: dict[str, Any], ctl: socket.socket, out_fd: int, err_fd: int,
             # /dev/null: subprocesses of a jit job's compilers write their noise there
             landlock.restrict_self(landlock.Restriction(
                 writable=(writable,),
-                devices=("/dev/null", *containment.get("devices", []))))
+                devices=("/dev/null", *containment.get("devices", [])),
+                readable=tuple(containment.get("readable", ()))))
         from kernelevolve.harness import jobs
 
         jobs.main(JobContext(req, ctl, result_fd))

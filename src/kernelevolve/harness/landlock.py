@@ -2,6 +2,10 @@
 
 Landlock lets an unprivileged process take rights away from itself, by path. Every job child
 restricts itself to:
+- reading (opening files, listing folders) only beneath the driver's allowlist of paths
+  (harness/allowlist.py via sandbox.readable): the same list the bwrap mounts are built from, so
+  under `--sandbox unshare` and `none`, where nothing is mounted, the user's folders, /opt, the
+  problem's folder and every project tree stay unreadable all the same;
 - writing (creating, removing, renaming, truncating) only beneath the worker's scratch tmpfs,
   plus read-write device nodes the platform names (GPU drivers); the rest of the file system is
   read-only to it whatever the mounts say (and the unshare/none modes have no read-only mounts);
@@ -24,7 +28,7 @@ _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446   # same number on ev
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 
-WRITE_FILE, READ_FILE = 1 << 1, 1 << 2
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _DIR_WRITES = ((1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10)
                | (1 << 11) | (1 << 12))   # REMOVE_DIR ... MAKE_SYM
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
@@ -59,6 +63,7 @@ def abi_version() -> int:
 class Restriction:
     writable: tuple[str, ...] = ()      # directories a job may write beneath
     devices: tuple[str, ...] = ()       # device nodes it may open read-write and ioctl
+    readable: tuple[str, ...] = ()      # what it may read beneath; () leaves reads unrestricted
 
 
 def restrict_self(rules: Restriction) -> int:
@@ -67,7 +72,7 @@ def restrict_self(rules: Restriction) -> int:
     abi = abi_version()
     if abi < 1:
         return 0
-    fs = WRITE_FILE | _DIR_WRITES
+    fs = WRITE_FILE | _DIR_WRITES | (READ_FILE | READ_DIR if rules.readable else 0)
     if abi >= 2:
         fs |= REFER
     if abi >= 3:
@@ -84,9 +89,12 @@ def restrict_self(rules: Restriction) -> int:
     try:
         for path in rules.writable:
             _add(libc, ruleset, path, fs)
+        for path in rules.readable:
+            if os.path.exists(path):  # a link's target: the rule follows it
+                _add(libc, ruleset, path, (READ_FILE | READ_DIR) & fs)
         for dev in rules.devices:
             if os.path.exists(dev):
-                _add(libc, ruleset, dev, (WRITE_FILE | TRUNCATE | IOCTL_DEV) & fs)
+                _add(libc, ruleset, dev, (READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV) & fs)
         if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: required to restrict self
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         if libc.syscall(_RESTRICT_SELF, ruleset, 0) != 0:
@@ -100,7 +108,7 @@ def _add(libc, ruleset: int, path: str, access: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
         if not os.path.isdir(path):  # a file takes only file rights
-            access &= WRITE_FILE | TRUNCATE | IOCTL_DEV
+            access &= EXECUTE | READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
         rule = _PathBeneath(access, fd)
         if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
             raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}) failed")

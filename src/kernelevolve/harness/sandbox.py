@@ -1,16 +1,19 @@
 """Worker isolation, driver side: the environment a worker gets and the commands that start one.
 
 `bwrap` (bubblewrap) gives every worker server its own user, PID, network, IPC and UTS namespaces
-with no capabilities, and a read-only view of the machine in which `$HOME`, `/tmp`, `/var/tmp`,
-`/run` (daemon sockets), the workspace and the pool's own folder are replaced by empty tmpfs;
-only what Python needs to import the harness is mapped back (read-only), plus the compile cache
-(read-only: only the driver writes it) and the worker's job folder (read-only: the driver writes
-each job's inputs there). The one writable place is a private tmpfs scratch. `unshare` gives only
-the network (and, where permitted, user and PID) namespaces; `none` runs unprotected and says so
-in every result's sandbox facts.
+with no capabilities, and a file system built from an allowlist (harness/allowlist.py): the
+system's libraries, the Python installation and the harness's own packages, read-only; the
+compile cache (read-only: only the driver writes it) and the worker's job folder (read-only: the
+driver writes each job's inputs there); a minimal /dev, its own /proc, and a private tmpfs
+scratch, the one writable place. Nothing else exists inside: not the user's current folder, not
+the problem's folder, not $HOME, /opt or any project tree. `unshare` gives only the network
+(and, where permitted, user and PID) namespaces; `none` runs unprotected and says so in every
+result's sandbox facts. In every mode the job child's Landlock rules allow reads beneath the
+same allowlist only (`readable`).
 
-Compilers run in a sandbox of their own (`compiler_prefix`): the same read-only view, no network,
-and a single writable build folder.
+Compilers run in a sandbox of their own (`compiler_prefix`): the system and toolchain only, no
+network, a single writable build folder, under memory, CPU-time and file-size limits
+(harness/compile_limits.py).
 """
 from __future__ import annotations
 
@@ -26,12 +29,11 @@ from pathlib import Path
 
 from kernelevolve import knobs
 from kernelevolve.errors import SandboxError
+from kernelevolve.harness import allowlist
 
 # A name on the allowlist is still dropped when it looks like a secret (belt and braces).
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
 _PROXY = re.compile(r"^(https?|ftp|all|no)_proxy$", re.IGNORECASE)
-# Hidden under bwrap whatever else is mapped: credentials in $HOME are covered by hiding $HOME.
-_HIDDEN_ROOTS = ("/tmp", "/var/tmp", "/run")
 
 
 def is_sensitive(name: str) -> bool:
@@ -112,7 +114,7 @@ class Layout:
     jobs: Path                      # driver-written job inputs (read-only inside)
     scratch: Path                   # the sandbox's private tmpfs (the only writable place)
     cache: Path                     # compile cache (read-only inside)
-    hidden: tuple[str, ...] = ()    # more folders to replace by an empty tmpfs
+    hidden: tuple[str, ...] = ()    # folders to empty should a mapped one hold them (Ray's)
 
 
 def plan(mode: str, layout: Layout, devices: list[str]) -> SandboxPlan:
@@ -141,58 +143,52 @@ def plan(mode: str, layout: Layout, devices: list[str]) -> SandboxPlan:
 
 
 def python_paths() -> list[str]:
-    """What the interpreter needs to import the harness and torch, whatever is hidden."""
-    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable)),
-             str(Path(__file__).resolve().parents[2])]
-    paths += [p for p in sys.path if p and os.path.exists(p)]
-    return _outermost(os.path.realpath(p) for p in paths)
+    """What the interpreter needs to import the harness and torch (harness/allowlist.py)."""
+    return allowlist.python_paths()
 
 
-def _outermost(paths) -> list[str]:
-    kept: list[str] = []
-    for p in sorted(set(paths), key=len):
-        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
-            kept.append(p)
-    return kept
+def readable(layout: Layout, devices: list[str]) -> list[str]:
+    """Everything a worker's job may read: the allowlist, its job folder, the compile cache,
+    the scratch, /proc (the sandbox's own under bwrap) and the device nodes it is given.
+    Landlock's read rules in the job child (harness/child.py) are built from this list."""
+    return allowlist.outermost([
+        *allowlist.worker([str(layout.jobs), str(layout.cache), str(layout.scratch)]), "/proc",
+        *allowlist.existing(allowlist.DEVICES), *allowlist.existing(devices)])
 
 
-def _under(path: str, roots: list[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
-def _hiding(extra: tuple[str, ...]) -> list[str]:
-    roots = [*_HIDDEN_ROOTS, str(Path.home()), *extra]
-    roots = [os.path.realpath(r) for r in roots if r and os.path.isdir(r)]
-    return [r for r in _outermost(roots) if r != "/"]
-
-
-def _base(hidden: list[str], readonly: list[str]) -> list[str]:
-    cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
-           "--proc", "/proc", "--tmpfs", "/dev/shm"]
-    for root in hidden:
-        cmd += ["--tmpfs", root]
-    for path in readonly:
-        if _under(path, hidden) and os.path.exists(path):
+def _mounts(shown: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
+    """bwrap arguments for a root file system holding `shown` (read-only) and nothing else:
+    a fresh /dev and /proc, an empty /tmp, links kept as links. A `hidden` folder that a shown
+    one happens to hold is emptied."""
+    cmd = [shutil.which("bwrap") or "bwrap", "--dev", "/dev", "--proc", "/proc",
+           "--tmpfs", "/dev/shm", "--tmpfs", "/tmp"]
+    shown = allowlist.outermost(p for p in shown if not allowlist.under(p, ["/dev", "/proc"]))
+    hide = [os.path.realpath(h) for h in hidden if h and os.path.isdir(h)]
+    hide = [h for h in hide if any(allowlist.under(h, [s]) and h != s for s in shown)]
+    ops = [(p, "bind") for p in shown] + [(h, "tmpfs") for h in hide]
+    for path, op in sorted(ops, key=lambda o: (len(o[0]), o[0])):  # parents first
+        if op == "tmpfs":
+            cmd += ["--tmpfs", path]
+        elif os.path.islink(path):
+            cmd += ["--symlink", os.readlink(path), path]
+        else:
             cmd += ["--ro-bind", path, path]
     return cmd
 
 
 def _bwrap_worker(layout: Layout, devices: list[str]) -> list[str]:
-    hidden = _hiding((*layout.hidden, str(layout.jobs.parent)))
     layout.cache.mkdir(parents=True, exist_ok=True)
     layout.jobs.mkdir(parents=True, exist_ok=True)
     layout.scratch.mkdir(parents=True, exist_ok=True)
     cache = os.path.realpath(layout.cache)
-    cmd = _base(hidden, [*python_paths(), cache])
-    if not _under(cache, hidden):
-        cmd += ["--ro-bind", cache, cache]
     jobs, scratch = os.path.realpath(layout.jobs), os.path.realpath(layout.scratch)
-    cmd += ["--ro-bind", jobs, jobs, "--tmpfs", scratch]
+    hidden = (*layout.hidden, str(Path.home()))
+    cmd = _mounts(allowlist.worker([cache, jobs]), hidden)
+    cmd += ["--tmpfs", scratch]
     for dev in devices:
         if os.path.exists(dev):
             cmd += ["--dev-bind", dev, dev]
-    cmd += [*_BWRAP_NS, "--die-with-parent", "--new-session"]
+    cmd += ["--remount-ro", "/", *_BWRAP_NS, "--die-with-parent", "--new-session"]
     if _bwrap_supports("--disable-userns"):
         cmd += ["--disable-userns"]
     return cmd
@@ -200,23 +196,19 @@ def _bwrap_worker(layout: Layout, devices: list[str]) -> list[str]:
 
 def compiler_prefix(workdir: Path | None, mode: str | None = None,
                     readonly: tuple[Path, ...] = ()) -> list[str]:
-    """The command prefix that runs a compiler (or objdump) on candidate code: no network,
-    nothing secret visible, `workdir` its only writable folder, `readonly` visible. Without
-    bubblewrap, `unshare -n` where permitted; nothing with `--sandbox none`."""
+    """The command prefix that runs a compiler (or objdump) on candidate code: no network, the
+    system and toolchain only (harness/allowlist.py), `workdir` its only writable folder,
+    `readonly` visible. Without bubblewrap, `unshare -n` where permitted; nothing with
+    `--sandbox none` (the source checks of harness/cpp_rules.py still apply)."""
     mode = mode or knobs.sandbox_mode()
     if mode == "none":
         return []
     if mode in ("auto", "bwrap") and bwrap_available():
-        hidden = _hiding(())
-        shown = [os.path.realpath(p) for p in readonly]
-        cmd = _base(hidden, [*python_paths(), *shown])
-        for path in shown:
-            if not _under(path, hidden):
-                cmd += ["--ro-bind", path, path]
+        cmd = _mounts(allowlist.compiler([str(p) for p in readonly]), (str(Path.home()),))
         if workdir is not None:
             work = os.path.realpath(workdir)
             cmd += ["--bind", work, work, "--chdir", work]
-        return [*cmd, *_BWRAP_NS, "--die-with-parent", "--new-session"]
+        return [*cmd, "--remount-ro", "/", *_BWRAP_NS, "--die-with-parent", "--new-session"]
     return unshare_command() or []
 
 

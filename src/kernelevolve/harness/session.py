@@ -1,5 +1,8 @@
 """A job's view of the problem inside the worker: the module, seeded inputs, seeded models.
 
+The problem arrives as source text in the request (harness/worker.py) and is imported from it:
+its folder does not exist in the sandbox.
+
 Every job (reference, check, measure) builds inputs and models the same way from the same
 seeds, so the reference outputs computed in one process match the candidate's inputs in
 another; `digest` lets the driver verify that they did.
@@ -10,7 +13,7 @@ import hashlib
 import random
 from typing import Any
 
-from kernelevolve.problem import Case, CaseBinder, import_module
+from kernelevolve.problem import Case, CaseBinder, import_source
 
 
 class JobFailure(Exception):
@@ -37,8 +40,8 @@ class Session:
         self.req = req
         self.platform = get_platform(req["platform"])
         self.platform.setup_worker(int(req["threads"]))
-        self.problem_path = req["problem"]
-        self.module = import_module(self.problem_path)
+        self.problem_path = req["problem"]  # a bare name: the source came as text
+        self.module = import_source(req["problem_source"], self.problem_path)
         self.cases = [Case(c["name"], c["weight"], c["bindings"]) for c in req["cases"]]
         self.binder = CaseBinder(self.module, tuple(self.cases))
         self.init_seed = int(req["init_seed"])

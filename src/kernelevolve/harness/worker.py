@@ -1,16 +1,18 @@
 """One sandboxed worker server, driver side: start it, send jobs, relay builds, trust no byte.
 
 Each job gets a folder with an unpredictable name in the worker's `jobs/` (read-only inside the
-sandbox), holding `request.json` and copies of the problem and candidate: workers never read
-the user's files by path. The result comes back in a file the driver opened itself in a
-private folder and passed as a descriptor: the driver reads it through its own descriptor with
-a size cap, so nothing a job does to paths (symlinks, FIFOs, squatted names) can reach it.
+sandbox), holding `request.json` (with the problem's source as text) and a copy of the
+candidate: workers never read the user's files by path, and the user's folders do not exist in
+their sandbox (harness/allowlist.py). The result comes back in a file the driver opened itself
+in a private folder and passed as a descriptor: the driver reads it through its own descriptor
+with a size cap, so nothing a job does to paths (symlinks, FIFOs, squatted names) can reach it.
 Output tails come in the server's reply. While a job runs, its `load_cpp` builds arrive here as
 `service` lines and are answered by the build service. A reply that is malformed, oversized or
 late kills the server (it is restarted on the next job) and becomes the job's failure.
 """
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import os
@@ -47,6 +49,7 @@ class Worker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.facts = SandboxFacts()
+        self.readable: list[str] = []  # what its jobs may read (Landlock), set at start
         self.preloaded: dict[str, Any] = {}
         self.helpers: dict[str, dict[str, str]] = {}
         self.restarts = 0
@@ -64,6 +67,7 @@ class Worker:
         cache = knobs.cache_dir()
         layout = sandbox.Layout(self.root / "jobs", self.root / "scratch", cache, self.hidden)
         plan = sandbox.plan(self.sandbox_mode, layout, list(self.platform.sandbox_devices))
+        self.readable = sandbox.readable(layout, list(self.platform.sandbox_devices))
         scratch = str(self.root / "scratch")
         extra = {**self.platform.worker_env(self.threads),
                  "KERNELEVOLVE_PRELOAD": ",".join(plugins.preloads(self.platform)),
@@ -166,14 +170,18 @@ class Worker:
                                    "landlock": True,
                                    "profile": params.get("filter_profile",
                                                          self.platform.filter_profile),
-                                   "devices": list(self.platform.sandbox_devices)}}
-        for key in ("problem", "candidate"):
-            if params.get(key):  # by value: the sandbox cannot see the user's files
-                src = Path(params[key])
-                folder = jobdir / key
-                folder.mkdir()
-                shutil.copyfile(src, folder / src.name)
-                request[key] = str(folder / src.name)
+                                   "devices": list(self.platform.sandbox_devices),
+                                   "readable": self.readable}}
+        if params.get("problem"):  # as text, imported from text (problem.import_source)
+            src = Path(params["problem"])
+            request["problem"] = src.name
+            request["problem_source"] = importlib.util.decode_source(src.read_bytes())
+        if params.get("candidate"):  # by value: the sandbox cannot see the user's files
+            src = Path(params["candidate"])
+            folder = jobdir / "candidate"
+            folder.mkdir()
+            shutil.copyfile(src, folder / src.name)
+            request["candidate"] = str(folder / src.name)
         (jobdir / "request.json").write_text(json.dumps(request))
         return request
 
