@@ -34,6 +34,20 @@ def cxx() -> str:
     return _get("CXX", "g++") or "g++"
 
 
+def compile_memory_mb() -> int | None:
+    """Address-space limit of a compiler run on candidate code, in MiB
+    (KERNELEVOLVE_COMPILE_MEMORY_MB; default: harness/compile_limits.py)."""
+    value = _get("KERNELEVOLVE_COMPILE_MEMORY_MB")
+    return int(value) if value else None
+
+
+def compile_cpu_s() -> int | None:
+    """CPU-time limit of a compiler run on candidate code, in seconds
+    (KERNELEVOLVE_COMPILE_CPU_S; default 120)."""
+    value = _get("KERNELEVOLVE_COMPILE_CPU_S")
+    return int(value) if value else None
+
+
 def worker_threads() -> int | None:
     """Threads a worker may use (torch and OpenMP). KERNELEVOLVE_THREADS; default: all CPUs."""
     value = _get("KERNELEVOLVE_THREADS")

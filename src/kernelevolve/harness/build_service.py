@@ -2,8 +2,11 @@
 
 A job's candidate process may not run a compiler or write a file (harness/seccomp.py), so
 `load_cpp` there sends (source, flags, name) to the driver through the worker server. The driver
-checks the flags against an allowlist, compiles in a sandbox of its own (sandbox.compiler_prefix:
-no network, nothing secret visible, one writable build folder), inspects the library
+checks the flags against an allowlist and the source's includes (harness/cpp_rules.py: system
+headers only), compiles in a sandbox of its own (sandbox.compiler_prefix: no network, the system
+and toolchain only, one writable build folder) under memory, CPU and file-size limits
+(runtime/cpp_limits.py), keeps only the diagnostics located in the source itself
+(runtime/cpp_diagnostics.py), inspects the library
 (native_inspect.py) and publishes it into the compile cache, which every sandbox sees read-only;
 the answer is that path, or the compiler's errors, or the inspection's refusal. Cached libraries
 are served only when their bytes match the recorded hash, so nothing planted under a known key
@@ -22,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from kernelevolve.errors import CppCompileError
-from kernelevolve.harness import native_allow, sandbox
+from kernelevolve.harness import cpp_rules, native_allow, sandbox
 from kernelevolve.harness.native_inspect import Inspection, inspect_library
 from kernelevolve.harness.text import clean_tree
+from kernelevolve.runtime import cpp_limits
 from kernelevolve.runtime.cpp import build, library_stem
 from kernelevolve.runtime.cpp_cache import LIBRARIES_SUBDIR, LibraryCache
 
@@ -89,7 +93,7 @@ class BuildService:
         if not isinstance(flags, list) or not isinstance(name, str) or len(name) > 200:
             return {"ok": False, "kind": "protocol", "message": "malformed build request"}
         stem = library_stem(name)
-        bad = check_flags(flags)
+        bad = check_flags(flags) or cpp_rules.check_source(source)
         if bad:
             return {"ok": False, "kind": "compile", "name": stem, "message": bad}
         try:
@@ -111,7 +115,8 @@ class BuildService:
         if isinstance(cached, dict) and cached.get("version") == native_allow.VERSION:
             return Inspection(bool(cached.get("ok")), str(cached.get("reason", "")),
                               list(cached.get("refused", [])))
-        objdump = (sandbox.compiler_prefix(None, self.mode, readonly=(lib.parent,))
+        objdump = ([*cpp_limits.default().prefix(),
+                    *sandbox.compiler_prefix(None, self.mode, readonly=(lib.parent,))]
                    if self.objdump else None)
         verdict = inspect_library(lib, f"{stem}.so", objdump)
         with self.cache.locked(record["key"]):

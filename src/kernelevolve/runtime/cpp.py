@@ -23,8 +23,10 @@ from typing import Callable, Sequence
 
 from kernelevolve import knobs
 from kernelevolve.errors import CppCompileError, NativeLibraryRejected
-from kernelevolve.runtime import launches
+from kernelevolve.runtime import cpp_limits, launches
 from kernelevolve.runtime.cpp_cache import LIBRARIES_SUBDIR, LibraryCache
+from kernelevolve.runtime.cpp_diagnostics import own_lines
+from kernelevolve.runtime.cpp_limits import CompileLimits
 
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
@@ -178,27 +180,40 @@ def loaded_libraries() -> list[str]:
 
 def compile_library(source: str, flags: tuple[str, ...], cxx: str, workdir: Path, stem: str, *,
                     prefix: Sequence[str] = (), env: dict[str, str] | None = None,
-                    timeout: float = 300) -> Path:
-    """Run the compiler on `source` in `workdir`; returns the built library's path there."""
+                    limits: CompileLimits | None = None) -> Path:
+    """Run the compiler on `source` in `workdir` under `limits` (runtime/cpp_limits.py);
+    returns the built library's path there. Its diagnostics keep only what is located in
+    `source` itself (runtime/cpp_diagnostics.py)."""
+    limits = limits or cpp_limits.default()
     src = workdir / f"{stem}.cpp"
     src.write_text(source)
     out = workdir / f"{stem}.so"
-    cmd = [*prefix, cxx, *BASE_FLAGS, *flags, str(src), "-o", str(out)]
+    cmd = [*limits.prefix(), *prefix, cxx, *BASE_FLAGS, *flags, str(src), "-o", str(out)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                              cwd=workdir)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limits.wall_seconds,
+                              env=env, cwd=workdir, preexec_fn=limits.preexec())
     except subprocess.TimeoutExpired:
-        raise CppCompileError(f"load_cpp: {cxx} took over {timeout:.0f} s compiling "
-                              f"{stem}.cpp") from None
+        raise CppCompileError(f"C++ compilation of {stem}.cpp stopped: {cxx} took over "
+                              f"{limits.wall_seconds:.0f} s (its wall-time limit)") from None
     except OSError as exc:
-        raise CppCompileError(f"load_cpp: cannot run {cxx}: {exc}; install g++ or set CXX") from None
+        raise CppCompileError(f"load_cpp: cannot run {cxx}: {exc}; install g++ or set CXX") \
+            from None
     if proc.returncode != 0 or not out.is_file():
-        log = (proc.stderr or proc.stdout).replace(str(src), f"{stem}.cpp")
-        raise CppCompileError(_summarise_errors(log, stem), log)
+        raw = (proc.stderr or proc.stdout).replace(str(src), f"{stem}.cpp")
+        log, dropped = own_lines(raw, f"{stem}.cpp", cxx)
+        # what the tools said themselves, not a quoted line of source that might say the same
+        said = "\n".join(line for line in raw.splitlines()
+                         if not line.startswith((" ", "\t", f"{stem}.cpp:")))
+        hit = limits.explain(said, proc.returncode)
+        if hit:
+            raise CppCompileError(f"C++ compilation of {stem}.cpp stopped: {hit}; kernels "
+                                  "compile in far less (look for runaway templates, macros or "
+                                  "constant tables)", log)
+        raise CppCompileError(_summarise_errors(log, stem, dropped), log)
     return out
 
 
-def _summarise_errors(log: str, stem: str) -> str:
+def _summarise_errors(log: str, stem: str, dropped: int = 0) -> str:
     """Keep the compiler's error lines with their source line and caret, drop the noise."""
     lines = log.splitlines()
     keep: list[str] = []
@@ -215,6 +230,8 @@ def _summarise_errors(log: str, stem: str) -> str:
         keep = lines[-_MAX_ERROR_LINES:]
     n_errors = sum(1 for line in keep if ": error:" in line or ": fatal error:" in line)
     header = f"C++ compilation of {stem}.cpp failed ({n_errors} error(s)):"
+    if dropped:
+        keep.append(f"({dropped} line(s) located in other files left out)")
     return "\n".join([header, *keep])
 
 
