@@ -20,7 +20,7 @@ from string import Template
 from typing import Any
 
 from kernelevolve.harness.profile_view import profile_lines
-from kernelevolve.harness.text import REASON_LABEL, fence, inline, quoted
+from kernelevolve.harness.text import REASON_LABEL, clean, fence, inline, quoted
 from kernelevolve.knowledge.sections import Section, choose
 from kernelevolve.operators.base import ParentView, ProposalContext
 from kernelevolve.platforms.machine_facts import machine_lines
@@ -184,13 +184,14 @@ class PromptBuilder:
                    key=lambda d: d.fitness, default=None)
         if best is not None and len(best.source) <= DRAFT_SOURCE_CHARS:
             lines += [f"The best of them, node {best.node_id} ({best.fitness:.3f}x):",
-                      fence(best.source.rstrip(), "python")]
+                      fence(clean(best.source.rstrip()), "python")]
         return "\n".join(lines)
 
     def _parent(self, parent: ParentView) -> str:
         fitness = "not measured" if parent.fitness is None else f"{parent.fitness:.3f}x"
         lines = [f"## Parent candidate (node {parent.node_id}, fitness {fitness})",
-                 fence(parent.source.rstrip(), "python"), "### Its evaluation"]
+                 # a source can hold raw control bytes too (corpus bad_ansi_syntax.py)
+                 fence(clean(parent.source.rstrip()), "python"), "### Its evaluation"]
         result = parent.result or {}
         stage = result.get("stage") or parent.stage or "not evaluated"
         reason = (result.get("reason") or parent.reason or "").strip()
