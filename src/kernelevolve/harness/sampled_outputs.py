@@ -46,6 +46,9 @@ def choose(layout: list[tuple[str, list[int], list[int]]]) -> list[dict[str, Any
 
 def _one(dtype: str, shape: list[int], strides: list[int], share: int) -> dict[str, Any] | None:
     item, numel = _itemsize(dtype), _numel(shape)
+    dense = _dense(shape, strides)
+    if numel * item <= share and dense:
+        return None  # the common case: one read of the whole output
     rng = _rng()
     if numel * item <= share:
         spec = None
@@ -55,7 +58,7 @@ def _one(dtype: str, shape: list[int], strides: list[int], share: int) -> dict[s
         k = min(count, max(MIN_BLOCKS, share // (block * item)))
         spec = {"order": memory_order(shape, strides), "block": block,
                 "starts": _draw(rng, count, k)}
-    if numel == 0 or _dense(shape, strides) or _run_count(shape, strides, spec, item) <= MAX_RUNS:
+    if numel == 0 or dense or _run_count(shape, strides, spec, item) <= MAX_RUNS:
         return spec
     # Elements scattered in memory (a narrow view of wide rows, a strided slice): each is its
     # own read, so at most MAX_RUNS of them, single elements drawn at random.
@@ -174,6 +177,14 @@ def read(proc, address: Any, dtype: str, shape: list[int], strides: list[int],
     reach = sum((s - 1) * st for s, st in zip(shape, strides))
     if address + (reach + 1) * item >= _ADDRESS_LIMIT:
         raise UnreadableOutput(f"its strides {strides} reach past any address")
+    if spec is None and _dense(shape, strides):  # one read of its whole span
+        raw = proc.read_runs([(address, (reach + 1) * item)])
+        if raw is None:
+            raise UnreadableOutput(_unmapped(1, address, strides))
+        flat = from_bytes(raw, dtype)
+        if strides == _row_major(shape):
+            return flat.view(shape)
+        return offheap(flat.as_strided(shape, strides))
     _, offset = positions(shape, strides, spec)
     uniq, inverse = np.unique(offset, return_inverse=True)
     starts, ends, slot = _runs(uniq, max(1, GAP_BYTES // item))
@@ -181,16 +192,16 @@ def read(proc, address: Any, dtype: str, shape: list[int], strides: list[int],
                                                                       ends.tolist())]
     raw = proc.read_runs(runs)
     if raw is None:
-        raise UnreadableOutput(
-            f"its memory ({len(runs)} run(s) from {address:#x}, strides {strides}) is not mapped "
-            "in the candidate's process: it must stay alive, as a plain CPU tensor, until the "
-            "next call")
+        raise UnreadableOutput(_unmapped(len(runs), address, strides))
     flat = from_bytes(raw, dtype)
-    if spec is None and len(runs) == 1 and flat.numel() == offset.size and \
-            bool((offset == np.arange(offset.size)).all()):
-        return flat.view(shape)  # contiguous and read whole: already off the heap
     values = flat.index_select(0, torch.from_numpy(slot[inverse.reshape(-1)]))
     return offheap(values.reshape(shape) if spec is None else values)
+
+
+def _unmapped(runs: int, address: int, strides: list[int]) -> str:
+    return (f"its memory ({runs} run(s) from {address:#x}, strides {strides}) is not mapped in "
+            "the candidate's process: it must stay alive, as a plain CPU tensor, until the next "
+            "call")
 
 
 def _runs(uniq, gap: int):

@@ -257,9 +257,15 @@ def from_bytes(raw: bytes, dtype: str):
 
 
 def itemsize(dtype: str) -> int:
-    import torch
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        import torch
 
-    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+        size = _ITEMSIZE[dtype] = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    return size
+
+
+_ITEMSIZE: dict[str, int] = {}
 
 
 def offheap(tensor):
