@@ -48,6 +48,14 @@ def compile_cpu_s() -> int | None:
     return int(value) if value else None
 
 
+def library_folders() -> list[str]:
+    """Folders the user points libraries at: toolkit roots (CUDA_HOME, CUDA_PATH, ROCM_PATH,
+    HIP_PATH) and the entries of LD_LIBRARY_PATH (mapped read-only into workers)."""
+    found = [_get(name, "") or "" for name in ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH")]
+    found += (_get("LD_LIBRARY_PATH", "") or "").split(os.pathsep)
+    return [p for p in found if p]
+
+
 def worker_threads() -> int | None:
     """Threads a worker may use (torch and OpenMP). KERNELEVOLVE_THREADS; default: all CPUs."""
     value = _get("KERNELEVOLVE_THREADS")

@@ -42,8 +42,6 @@ HARDWARE = ("/sys/devices/system/cpu", "/sys/devices/system/node",
             "/sys/kernel/mm/transparent_hugepage")
 # Device nodes a job may open (Landlock; bwrap's own /dev has these and nothing else).
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/shm")
-# Variables naming a toolkit the worker loads from (GPU platforms); their folders are mapped.
-_TOOLKIT_VARS = ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH")
 _TOO_BROAD = ("/", "/home", "/root", "/opt", "/srv", "/var", "/tmp", "/etc", "/mnt", "/media")
 
 
@@ -123,8 +121,7 @@ def python_paths() -> list[str]:
 def toolkits() -> list[str]:
     """Toolkit folders named by the environment (CUDA_HOME, ROCM_PATH...) and the folders of
     LD_LIBRARY_PATH: what the user points the worker's libraries at."""
-    paths = [os.environ.get(v, "") for v in _TOOLKIT_VARS]
-    paths += os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)
+    paths = knobs.library_folders()
     return [p for p in existing(_real(paths)) if os.path.isdir(p) and p not in _TOO_BROAD]
 
 
