@@ -115,6 +115,7 @@ class Layout:
     scratch: Path                   # the sandbox's private tmpfs (the only writable place)
     cache: Path                     # compile cache (read-only inside)
     hidden: tuple[str, ...] = ()    # folders to empty should a mapped one hold them (Ray's)
+    shown: tuple[str, ...] = ()     # the platform's own read-only paths (Platform.sandbox_paths)
 
 
 def plan(mode: str, layout: Layout, devices: list[str]) -> SandboxPlan:
@@ -152,7 +153,8 @@ def readable(layout: Layout, devices: list[str]) -> list[str]:
     the scratch, /proc (the sandbox's own under bwrap) and the device nodes it is given.
     Landlock's read rules in the job child (harness/child.py) are built from this list."""
     return allowlist.outermost([
-        *allowlist.worker([str(layout.jobs), str(layout.cache), str(layout.scratch)]), "/proc",
+        *allowlist.worker([str(layout.jobs), str(layout.cache), str(layout.scratch),
+                           *allowlist.existing(layout.shown)]), "/proc",
         *allowlist.existing(allowlist.DEVICES), *allowlist.existing(devices)])
 
 
@@ -183,7 +185,7 @@ def _bwrap_worker(layout: Layout, devices: list[str]) -> list[str]:
     cache = os.path.realpath(layout.cache)
     jobs, scratch = os.path.realpath(layout.jobs), os.path.realpath(layout.scratch)
     hidden = (*layout.hidden, str(Path.home()))
-    cmd = _mounts(allowlist.worker([cache, jobs]), hidden)
+    cmd = _mounts(allowlist.worker([cache, jobs, *allowlist.existing(layout.shown)]), hidden)
     cmd += ["--tmpfs", scratch]
     for dev in devices:
         if os.path.exists(dev):

@@ -65,7 +65,8 @@ class Worker:
             folder.mkdir(parents=True, exist_ok=True)
         os.chmod(self.private, 0o700)
         cache = knobs.cache_dir()
-        layout = sandbox.Layout(self.root / "jobs", self.root / "scratch", cache, self.hidden)
+        layout = sandbox.Layout(self.root / "jobs", self.root / "scratch", cache, self.hidden,
+                                tuple(self.platform.sandbox_paths))
         plan = sandbox.plan(self.sandbox_mode, layout, list(self.platform.sandbox_devices))
         self.readable = sandbox.readable(layout, list(self.platform.sandbox_devices))
         scratch = str(self.root / "scratch")

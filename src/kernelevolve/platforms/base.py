@@ -37,6 +37,9 @@ class Platform:
     measured_languages: tuple[str, ...] = ()  # languages it can also time for real
     interpreted_languages: tuple[str, ...] = ()  # run by an interpreter: longer stage limits
     sandbox_devices: tuple[str, ...] = ()     # device nodes the sandbox must expose
+    # Read-only paths its driver or toolkit needs besides the system and Python (the sandbox
+    # shows nothing else: harness/allowlist.py): sysfs device trees, a toolkit under /opt.
+    sandbox_paths: tuple[str, ...] = ()
     limits_memory: bool = True          # whether RLIMIT_AS can be applied (not with GPU drivers)
     # The syscall filter's profile for jobs running candidate code (harness/seccomp.py):
     # "strict" opens no file for writing; "device" may open existing files read-write, which GPU

@@ -50,6 +50,8 @@ class CudaPlatform(Platform):
     measured_languages = ("triton", "cuda-cpp", "python")
     sandbox_devices = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                        "/dev/nvidia-modeset", *sorted(glob.glob("/dev/nvidia[0-9]*")))
+    # the driver and NVML read the PCI device tree and the module's version
+    sandbox_paths = ("/sys/bus/pci", "/sys/devices", "/sys/module/nvidia", "/proc/driver/nvidia")
     filter_profile = "device"
     jit_languages = ("triton", "cuda-cpp")
     limits_memory = False  # the CUDA driver reserves far more address space than RLIMIT_AS allows

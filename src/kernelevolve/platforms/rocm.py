@@ -21,6 +21,9 @@ class RocmPlatform(Platform):
     profile_kinds = ("cuda",)  # torch.profiler reports HIP kernels as CUDA activity
     measured_languages = ("triton", "hip", "python")
     sandbox_devices = ("/dev/kfd", "/dev/dri", *sorted(glob.glob("/dev/dri/renderD*")))
+    # the runtime reads the KFD topology and the PCI/DRM trees; ROCm itself lives in /opt
+    sandbox_paths = ("/sys/class/kfd", "/sys/devices", "/sys/bus/pci", "/sys/class/drm",
+                     "/sys/module/amdgpu", "/opt/rocm", *sorted(glob.glob("/opt/rocm-*")))
     filter_profile = "device"
     jit_languages = ("triton", "hip")
     limits_memory = False
