@@ -242,6 +242,8 @@ def test_sampled_calls_and_idle_cpu_verdicts():
     assert idle_cpu_problem("c", quiet) is None
     busy = dict(quiet, total_cpu_s=0.2, ref_batches_cpu_s=0.09)
     assert "90.0 ms of it while the reference" in idle_cpu_problem("c", busy)
+    forked = dict(quiet, others_cpu_s=0.3, other_processes=6)  # spinners in processes of its own
+    assert "300.0 ms in 6 other process(es)" in idle_cpu_problem("c", forked)
     assert idle_cpu_problem("c", {"total_cpu_s": "x"}) is None
 
 
