@@ -321,22 +321,22 @@ class CaseTiming:
                 return entry
         select = sampled_outputs.choose([(d, s, st) for (d, s), st in
                                          zip(self.out_layout, strides)])
-        ref = self.ref.outputs(j, select)
-        if ref is None:
-            raise JobFailure("problem", f"case {self.case.name!r}: the reference process did "
-                                        "not send the outputs of a timed call")
-        entry.update(ref=ref, select=select, strides=strides, cand=[],
-                     shapes=[shape for _, shape in self.out_layout])
+        self.ref.request_outputs(j, select)  # the reference gathers while this one reads
+        cand, error = [], None
         for i, (address, (dtype, shape), st, spec) in enumerate(
                 zip(outs, self.out_layout, strides, select)):
             try:
-                entry["cand"].append(sampled_outputs.read(self.cand, address, dtype, shape, st,
-                                                          spec))
+                cand.append(sampled_outputs.read(self.cand, address, dtype, shape, st, spec))
             except sampled_outputs.UnreadableOutput as exc:
-                entry["cand"], entry["error"] = None, (
-                    f"output {i} of call {j + 1} could not be read from the candidate's "
-                    f"memory: {exc}")
-                return entry
+                cand, error = None, (f"output {i} of call {j + 1} could not be read from the "
+                                     f"candidate's memory: {exc}")
+                break
+        ref = self.ref.outputs()  # always read: the link stays in step
+        if ref is None:
+            raise JobFailure("problem", f"case {self.case.name!r}: the reference process did "
+                                        "not send the outputs of a timed call")
+        entry.update(ref=ref, select=select, strides=strides, cand=cand, error=error,
+                     shapes=[shape for _, shape in self.out_layout])
         return entry
 
 

@@ -108,10 +108,13 @@ class TimedProcess:
                                        "a malformed message")
         return msg
 
-    def outputs(self, call: int, select: list[Any]) -> list[Any] | None:
-        """The reference process's outputs of one kept call, sent by it (it is trusted): the
-        elements `select` names per output (harness/sampled_outputs.py; None: all of it)."""
+    def request_outputs(self, call: int, select: list[Any]) -> None:
+        """Ask the reference process (trusted) for the outputs of one kept call: the elements
+        `select` names per output (harness/sampled_outputs.py; None: all of it). The answer is
+        read by `outputs()`, so the coordinator can read the candidate's meanwhile."""
         frames.send_frame(self.link, {"op": "outputs", "call": call, "select": select})
+
+    def outputs(self) -> list[Any] | None:
         msg = frames.recv_frame(self.link)
         if msg.get("outputs") is not True:
             return None
