@@ -70,3 +70,22 @@ def test_knobs_read_what_they_say(monkeypatch):
     with knobs.override(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=None):
         assert knobs.ray_auth() == ("token", None)
     assert knobs.compiler_env_names("LC_ALL") and not knobs.compiler_env_names("OPENAI_API_KEY")
+
+
+@pytest.mark.parametrize("name", ["KERNELEVOLVE_THREADS", "KERNELEVOLVE_COMPILE_MEMORY_MB",
+                                  "KERNELEVOLVE_COMPILE_CPU_S"])
+def test_whole_number_knobs_refuse_other_values_with_one_line(monkeypatch, name):
+    from kernelevolve import knobs
+    from kernelevolve.errors import UsageError
+
+    read = {"KERNELEVOLVE_THREADS": knobs.worker_threads,
+            "KERNELEVOLVE_COMPILE_MEMORY_MB": knobs.compile_memory_mb,
+            "KERNELEVOLVE_COMPILE_CPU_S": knobs.compile_cpu_s}[name]
+    monkeypatch.delenv(name, raising=False)
+    assert read() is None
+    monkeypatch.setenv(name, "12")
+    assert read() == 12
+    for bad in ("abc", "0", "-3", "1.5"):
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(UsageError, match=name):
+            read()

@@ -36,16 +36,14 @@ def cxx() -> str:
 
 def compile_memory_mb() -> int | None:
     """Address-space limit of a compiler run on candidate code, in MiB
-    (KERNELEVOLVE_COMPILE_MEMORY_MB; default: harness/compile_limits.py)."""
-    value = _get("KERNELEVOLVE_COMPILE_MEMORY_MB")
-    return int(value) if value else None
+    (KERNELEVOLVE_COMPILE_MEMORY_MB; default: runtime/cpp_limits.py)."""
+    return _positive_int("KERNELEVOLVE_COMPILE_MEMORY_MB")
 
 
 def compile_cpu_s() -> int | None:
     """CPU-time limit of a compiler run on candidate code, in seconds
     (KERNELEVOLVE_COMPILE_CPU_S; default 120)."""
-    value = _get("KERNELEVOLVE_COMPILE_CPU_S")
-    return int(value) if value else None
+    return _positive_int("KERNELEVOLVE_COMPILE_CPU_S")
 
 
 def library_folders() -> list[str]:
@@ -58,8 +56,21 @@ def library_folders() -> list[str]:
 
 def worker_threads() -> int | None:
     """Threads a worker may use (torch and OpenMP). KERNELEVOLVE_THREADS; default: all CPUs."""
-    value = _get("KERNELEVOLVE_THREADS")
-    return int(value) if value else None
+    return _positive_int("KERNELEVOLVE_THREADS")
+
+
+def _positive_int(name: str) -> int | None:
+    """A whole number above 0 from the environment, or None when unset; a one-line UsageError
+    naming the variable otherwise."""
+    value = (_get(name, "") or "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        from kernelevolve.errors import UsageError
+
+        raise UsageError(f"{name}={value!r}: expected a whole number above 0; set it to one or "
+                         "unset it")
+    return int(value)
 
 
 # The environment a worker (and so candidate code) gets is built from these names only, so a
