@@ -71,6 +71,8 @@ def job_measure(req: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     try:
         return _measure(req, ctx, cand, ref)
     finally:
+        cand.request_exit()
+        ref.request_exit()
         cand.close()
         ref.close()
 

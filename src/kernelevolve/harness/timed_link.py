@@ -168,24 +168,57 @@ class TimedProcess:
                                           if name in ("SIGSEGV", "SIGBUS") else "")
         return f"exited with status {os.WEXITSTATUS(status)}"
 
-    def close(self) -> None:
+    def request_exit(self) -> None:
+        """Tell the process to end (idempotent); `close` waits for it. Both processes are told
+        first, then waited for, so that they exit at the same time."""
+        if self.link.fileno() < 0:
+            return
         try:
             frames.send_frame(self.link, {"op": "exit"})
         except OSError:
             pass
         self.link.close()
+
+    def close(self) -> None:
+        self.request_exit()
         if self._mem is not None:
             os.close(self._mem)
-        for _ in range(100):
-            try:
-                done, _ = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if done:
-                return
-            time.sleep(0.01)
+            self._mem = None
+        if _exited_within(self.pid, 1.0):
+            return
         os.kill(self.pid, 9)
         os.waitpid(self.pid, 0)
+
+
+def _exited_within(pid: int, timeout_s: float) -> bool:
+    """Whether `pid` ended (and was reaped) within `timeout_s`. Woken by the process's pidfd
+    the moment it exits (a 10 ms polling sleep cost ~15 ms per process per measure job),
+    polling only where pidfds are not available."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if done:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if fd is not None:
+                select.select([fd], [], [], left)
+            else:
+                time.sleep(min(0.002, left))
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 _IOV_MAX = 1024
