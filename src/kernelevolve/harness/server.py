@@ -27,6 +27,17 @@ from kernelevolve.harness import caps, child, reaper
 from kernelevolve.harness.supervise import DriverLink, Supervisor, kill_group
 
 
+# Imported by jobs on demand; none starts a thread or touches a device at import, so forking
+# after them is safe (the measure job's coordinator must fork before any thread pool starts).
+JOB_MODULES = (
+    "kernelevolve.types", "kernelevolve.harness.measure", "kernelevolve.harness.probe",
+    "kernelevolve.harness.proc_profile", "kernelevolve.harness.shared_inputs",
+    "kernelevolve.runtime.triton_guard",
+    # pulled in by make_fx while the reference's decomposed ops are recorded
+    "torch._inductor.compiler_bisector", "torch._inductor.fx_passes.dedupe_symint_uses",
+)
+
+
 def _probe_filter() -> str:
     """What the syscall filter can do here: notify (names refused calls), kill, or none."""
     pid = os.fork()
@@ -106,6 +117,11 @@ def serve(fd_socket: int) -> None:
         except Exception as exc:  # noqa: BLE001 - an optional module; record why it is missing
             loaded[mod] = f"{type(exc).__name__}: {exc}"
     import kernelevolve.harness.jobs  # noqa: F401  (imports what every child needs, once)
+    for mod in JOB_MODULES:  # what jobs import lazily: once here, not in every child (inside
+        try:                 # the sandbox no bytecode cache can be written, so a child
+            __import__(mod)  # compiled each of these from source: ~40-100 ms a measure job)
+        except Exception:  # noqa: BLE001 - the job that needs it reports the failure itself
+            pass
     from kernelevolve import plugins
 
     plugins.platforms(), plugins.languages()  # the registry, read once: children inherit it
