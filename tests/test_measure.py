@@ -212,7 +212,9 @@ def test_every_batch_check_reads_a_bounded_amount_and_draws_new_blocks():
             spec = sampled_outputs.choose(layout)[0]
             got = _read(me, big, spec)
             assert me.bytes_read <= bound and got.numel() * 4 <= sampled_outputs.SAMPLE_BYTES
-            assert torch.equal(got, sampled_outputs.gather(big, spec))
+            # bitwise: the untouched pages of torch.empty may hold NaN patterns
+            assert torch.equal(got.view(torch.int32),
+                               sampled_outputs.gather(big, spec).view(torch.int32))
             drawn.append(tuple(spec["starts"]))
         assert len(set(drawn)) == 3, "the same blocks were drawn twice"
         del big

@@ -114,9 +114,11 @@ NAMES = {"triton", "cpp", "cuda", "cuda-cpp", "rocm", "hip", "nvidia", "amd"}
 # are the language's own code, which its Language class points at.
 IMPLEMENTATIONS = ("runtime/triton_guard.py", "runtime/triton_bounds.py", "runtime/cpp.py",
                    "runtime/cpp_cache.py", "runtime/inline_guard.py", "synth/")
-# torch API paths that happen to contain a vendor's name (torch.cuda.cudart): not a branch on
-# a platform.
-TORCH_PATHS = {("harness/static_allow.py", "cuda")}
+# torch API paths that happen to contain a vendor's name (torch.cuda.cudart, torch.cuda's
+# is_initialized), and the static gate's allow-list of the `triton` module's members: module
+# paths the gate and the seeding read, not a branch on a platform or a language.
+TORCH_PATHS = {("harness/static_allow.py", "cuda"), ("harness/session.py", "cuda"),
+               ("harness/static_members.py", "triton")}
 
 
 def _named(path: Path) -> list[tuple[int, str]]:

@@ -180,7 +180,7 @@ def test_the_history_table_reaches_the_model(wire):
     done_before_last = [n for n in evaluated if f"| {n['id']} | " in table]
     assert len(done_before_last) >= len(evaluated) - 1  # all but the one evaluated after it
     assert re.search(r"\| 2 \| 0 \| llm \| vectorise by 8 without a tail loop \| rejected: "
-                     r"correctness \| - \| wrong result", table)
+                     r"correctness \| - \| `+wrong result", table)  # the reason: quoted, as data
     assert re.search(r"\| 1 \| 0 \| llm \| one OpenMP thread per block of rows \| (best|accepted)"
                      r"[^|]* \| \d\.\d{3}x \| [\d.]+ / [\d.]+ / [\d.]+ \|", table)
     assert any("REGRESSED (parent" in r.prompt for r in requests)

@@ -79,7 +79,9 @@ def _num(value: Any, default: float = 0.0) -> float:
 
 
 def _text(value: Any, limit: int = TAIL_CHARS) -> str:
-    return clean(value[-limit:]) if isinstance(value, str) else ""
+    """The last `limit` characters of a text field, made inert; cut again after cleaning (an
+    escape is up to ten characters wide), so a tail stays within its limit."""
+    return clean(value[-limit:])[-limit:] if isinstance(value, str) else ""
 
 
 def _small_int(value: Any) -> int | None:

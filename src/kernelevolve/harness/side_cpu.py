@@ -151,24 +151,33 @@ class SideCPU:
 class SideAccount:
     """One case's account of the side's CPU outside the candidate's own batches: perf over the
     whole loop less what it counted inside those batches (and in the harness's set-up steps),
-    and /proc over the timed pairs (inductor's g++ runs inside the warm-up's batches, where
-    /proc cannot tell inside from outside)."""
+    and /proc over the timed pairs less what it gained inside the candidate's batches there
+    (inductor's g++ runs inside the warm-up's batches; an honest kernel may fork a helper and
+    wait for it inside its call, and the child's time lands in the candidate's reaped
+    children: work the batch's clock already paid for)."""
 
     def __init__(self, side: SideCPU):
         self.side = side
         self.start = side.perf_s()
         self.inside = 0.0
         self.proc_start: dict[int, float] | None = None
+        self.proc_inside = 0.0
         self._mark: float | None = None
+        self._proc_mark: dict[int, float] | None = None
 
     def enter(self) -> None:
         """Right before a candidate batch (or a set-up step) starts."""
         self._mark = self.side.perf_s()
+        if self.proc_start is not None:
+            self._proc_mark = self.side.proc()
 
     def leave(self) -> None:
         now, mark, self._mark = self.side.perf_s(), self._mark, None
         if now is not None and mark is not None:
             self.inside += now - mark
+        proc_mark, self._proc_mark = self._proc_mark, None
+        if proc_mark is not None:
+            self.proc_inside += proc_gain(proc_mark, self.side.proc())
 
     def timed_pairs_start(self) -> None:
         if self.proc_start is None:
@@ -181,8 +190,8 @@ class SideAccount:
         by_perf = None
         if end is not None and self.start is not None:
             by_perf = max(0.0, end - self.start - self.inside - own_outside_s)
-        by_proc = proc_gain(self.proc_start if self.proc_start is not None else proc_end,
-                            proc_end)
+        by_proc = max(0.0, proc_gain(self.proc_start if self.proc_start is not None
+                                     else proc_end, proc_end) - self.proc_inside)
         return {"others_cpu_s": max(by_perf or 0.0, by_proc), "others_perf_s": by_perf,
                 "others_proc_s": by_proc,
                 "other_processes": len(proc_end) - (self.side.cand in proc_end),
