@@ -419,3 +419,19 @@ def test_the_compile_sandbox_sees_no_project_folder(tmp_path, planted_secrets):
                            "k.so"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (work / "k.so").is_file()
+
+
+def test_every_link_of_a_chain_is_mapped(tmp_path):
+    """A venv's bin/python3 -> /root/.pyenv/.../bin/python3 -> python3.11: the middle link must
+    be inside too, or bwrap cannot find the interpreter (seen: CI in a fresh venv)."""
+    from kernelevolve.harness import allowlist
+
+    real = tmp_path / "base" / "python3.11"
+    real.parent.mkdir()
+    real.write_text("")
+    (tmp_path / "base" / "python3").symlink_to("python3.11")
+    (tmp_path / "venv").mkdir()
+    (tmp_path / "venv" / "python3").symlink_to(tmp_path / "base" / "python3")
+    got = allowlist._real([str(tmp_path / "venv" / "python3")])
+    base = os.path.realpath(tmp_path)
+    assert got == [f"{base}/venv/python3", f"{base}/base/python3", f"{base}/base/python3.11"]

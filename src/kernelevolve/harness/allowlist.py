@@ -156,11 +156,15 @@ def _real(paths) -> list[str]:
     for p in paths:
         if not p:
             continue
-        if os.path.islink(p):
-            out += [os.path.join(os.path.realpath(os.path.dirname(p)), os.path.basename(p)),
-                    os.path.realpath(p)]
-        else:
-            out.append(os.path.realpath(p))
+        hops = 0
+        # every link of a chain: a venv's bin/python3 -> /root/.pyenv/.../bin/python3 ->
+        # python3.11 needs the middle link inside too, or the interpreter is not found
+        while os.path.islink(p) and hops < 40:
+            link = os.path.join(os.path.realpath(os.path.dirname(p)), os.path.basename(p))
+            out.append(link)
+            p = os.path.join(os.path.dirname(link), os.readlink(link))
+            hops += 1
+        out.append(os.path.realpath(p))
     return out
 
 
