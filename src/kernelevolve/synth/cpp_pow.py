@@ -17,9 +17,15 @@ static inline int64_t ke_d_bits(double d) { int64_t i; std::memcpy(&i, &d, sizeo
 // log2 of a positive finite double: |x| = 2^e m, m in [sqrt(1/2), sqrt(2)) (subtracting the
 // bits of sqrt(1/2) moves the exponent field so that the borrow picks e), then
 // ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716: s (1 + s^2 / 3 + ... + s^18 / 19).
+// e is read without an int64 -> double conversion or an arithmetic 64-bit shift (AVX2 has
+// neither, and either left pow's loop scalar there): e + 1022, a logical shift of ib with the
+// bias put back (non-negative: x is at least float's least subnormal, far above
+// sqrt(1/2) 2^-1022), goes into the mantissa of 2^52, and 2^52 + 1022 comes off.
 static inline double ke_log2_d(double x) {
     const int64_t ib = ke_d_bits(x) - 0x3FE6A09E667F3BCDLL;
-    const double e = static_cast<double>(ib >> 52);
+    const uint64_t biased = static_cast<uint64_t>(ib + (1022LL << 52)) >> 52;
+    const double e = ke_d_of(static_cast<int64_t>(biased) | 0x4330000000000000LL) -
+                     4503599627371518.0;
     const double m = ke_d_of((ib & 0x000FFFFFFFFFFFFFLL) + 0x3FE6A09E667F3BCDLL);
     const double s = (m - 1.0) / (m + 1.0);
     const double s2 = s * s;
