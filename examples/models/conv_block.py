@@ -22,7 +22,7 @@ CLASSES = 10
 CASES = [
     {"name": "b8_32px", "weight": 3.0, "BATCH": 8, "SIZE": 32},
     {"name": "b2_64px", "weight": 1.0, "BATCH": 2, "SIZE": 64},
-    {"name": "b16_32px", "weight": 1.0, "BATCH": 16, "SIZE": 32},
+    {"name": "b12_32px", "weight": 1.0, "BATCH": 12, "SIZE": 32},
 ]
 
 

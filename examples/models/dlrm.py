@@ -2,7 +2,7 @@
 through embedding bags, a pairwise dot-product interaction, and a top MLP to one logit.
 
     dense  (BATCH, NUM_DENSE) fp32  -> bottom MLP [Linear -> LayerNorm -> SiLU] x 2 -> (BATCH, DIM)
-    sparse (NUM_SPARSE, BATCH, BAG) int64 -> one nn.EmbeddingBag(mode="sum") per feature -> (BATCH, DIM)
+    sparse (NUM_SPARSE, BATCH, BAG) int64 -> nn.EmbeddingBag(mode="sum") per feature -> (BATCH, DIM)
     stack [bottom, bags...] (BATCH, F, DIM) -> Z = T @ T^T, strictly-lower triangle (F*(F-1)/2)
     cat [bottom, pairs] -> top MLP [Linear -> LayerNorm -> SiLU] -> Linear(., 1) -> (BATCH, 1)
 

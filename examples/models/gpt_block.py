@@ -1,6 +1,6 @@
 """A small GPT-style decoder: two pre-norm transformer blocks and a final LayerNorm, in fp32.
 
-    x (BATCH, SEQ, DIM) -> [ x + attn(ln_1(x)) ; x + mlp(ln_2(x)) ] x LAYERS -> ln_f -> (BATCH, SEQ, DIM)
+    x (BATCH, SEQ, DIM) -> [x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))] x LAYERS -> ln_f(x)
 
 Each block is written the way GPT-2-style code usually is: causal self-attention in the forward
 (q/k/v from separate nn.Linear projections, scores = q @ k^T * scale, future positions masked
