@@ -380,6 +380,11 @@ def _register_subapps() -> None:
     from kernelevolve.bench.cli import bench_cmd
 
     app.command("bench")(bench_cmd)
+    from kernelevolve.model.cli import extract_cmd, profile_cmd, tune_model_cmd
+
+    app.command("profile")(profile_cmd)
+    app.command("extract")(extract_cmd)
+    app.command("tune-model")(tune_model_cmd)
 
 
 try:

@@ -3,7 +3,8 @@
 A problem module defines `Model`, `get_inputs()`, `get_init_inputs()` and module-level size
 globals. `CASES` (optional) lists dicts with `name`, `weight` and values for size globals that are
 rebound in the module before `get_init_inputs()`/`get_inputs()` run; without it the module's own
-globals form one case. `TOLERANCE` (optional) is `{"atol": float, "rtol": float}`.
+globals form one case. A case with `"held_out": True` is checked for correctness but never timed
+nor weighted (an odd shape the kernel is not told about). `TOLERANCE` (optional) is `{"atol": float, "rtol": float}`.
 """
 from __future__ import annotations
 
@@ -163,17 +164,24 @@ def _parse_cases(p: str, module: types.ModuleType) -> tuple[Case, ...]:
         if name in seen:
             raise ProblemError(p, f"CASES[{i}] repeats the case name {name!r}")
         seen.add(name)
-        weight = entry.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not \
+        held_out = entry.get("held_out", False)
+        if not isinstance(held_out, bool):
+            raise ProblemError(p, f"case {name!r} has held_out {held_out!r}; use True or False")
+        weight = entry.get("weight", 0.0 if held_out else 1.0)
+        if held_out:  # checked for correctness, never timed nor weighted
+            weight = 0.0
+        elif isinstance(weight, bool) or not isinstance(weight, (int, float)) or not \
                 (weight > 0 and math.isfinite(weight)):
             raise ProblemError(p, f"case {name!r} has weight {weight!r}; weights must be positive, "
                                   "finite numbers")
-        bindings = {k: v for k, v in entry.items() if k not in ("name", "weight")}
+        bindings = {k: v for k, v in entry.items() if k not in ("name", "weight", "held_out")}
         for key in bindings:
             if not hasattr(module, key):
                 raise ProblemError(p, f"case {name!r} sets {key}, which is not a global of the "
                                       "module; define it at module level or fix the name")
-        cases.append(Case(name=name, weight=float(weight), bindings=bindings))
+        cases.append(Case(name=name, weight=float(weight), bindings=bindings, held_out=held_out))
+    if all(c.held_out for c in cases):
+        raise ProblemError(p, "every case in CASES is held out; at least one must be timed")
     return tuple(cases)
 
 

@@ -42,7 +42,9 @@ def run_campaign(camp: Campaign, workspace: Path, flags: dict[str, Any], *,
                 note("skipped", row)
                 continue
             try:
-                run = Run.create(row["path"], build_config(None, flags), workspace=workspace)
+                # a row may carry its own budget (tune-model spreads one by Amdahl weight)
+                row_flags = {**flags, **{k: row[k] for k in ("max_evals",) if row.get(k)}}
+                run = Run.create(row["path"], build_config(None, row_flags), workspace=workspace)
             except ProblemError as exc:
                 row.update(status="failed", reason=str(exc))
                 camp.save()

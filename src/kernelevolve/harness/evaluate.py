@@ -130,7 +130,8 @@ class Evaluator:
                             problem=prob.path, candidate=str(cand_path.resolve()),
                             source_hash=hashlib.sha256(source.encode()).hexdigest(),
                             baseline=opts.baseline,
-                            cases=[CaseResult(c.name, c.weight) for c in prob.cases])
+                            cases=[CaseResult(c.name, c.weight, held_out=c.held_out)
+                                   for c in prob.cases])
         if opts.only_cases or opts.stop_after:
             result.partial = {"only_cases": list(opts.only_cases),
                               "stopped_after": opts.stop_after}
