@@ -64,6 +64,24 @@ def patched(model: Any, registry: Any = None, names: Any = None, **kwargs: Any):
     return _patched(model, registry, names, **kwargs)
 
 
+def profiling(model: Any, case: str = "default"):
+    """Record where `model`'s time goes while your own code runs it on real inputs:
+    `with kernelevolve.profiling(model) as result: ...; result()["kinds"]` (model/profile.py)."""
+    from kernelevolve.model.profile import profiling as _profiling
+
+    return _profiling(model, case)
+
+
+def tune_model(model_file: Any, *, workspace: Any = ".kernelevolve", **options: Any) -> dict:
+    """`kernelevolve tune-model` from Python; options are model.tune.TuneOptions fields.
+    Returns the summary (hot_spots, verdicts, left_out, coverage, model figures)."""
+    from pathlib import Path
+
+    from kernelevolve.model.tune import TuneOptions, tune_model as _tune
+
+    return _tune(Path(model_file), Path(workspace), TuneOptions(**options))
+
+
 def coverage(name: str | None = None) -> dict:
     """Live serving counters per kernel name: served, fallbacks by reason, shadow, time saved."""
     from kernelevolve.registry.patching import coverage as _coverage
@@ -79,4 +97,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kernelevolve' has no attribute {name!r}")
 
 
-__all__ = ["evaluate", "optimize", "patch", "patched", "coverage", "Run", "__version__"]
+__all__ = ["evaluate", "optimize", "patch", "patched", "coverage", "profiling", "tune_model",
+           "Run", "__version__"]
