@@ -52,11 +52,12 @@ def test_instances_and_kinds_add_up_and_shapes_follow_the_workload():
     assert set(by_path) == {"(model)", "a", "b", "a.norm", "b.norm", "fc"}
     root = by_path["(model)"]
     assert root["calls"] == pytest.approx(1.0)
-    # exclusive times of every instance sum to the root's inclusive time (hook cost aside)
-    total_excl = sum(i["excl_ms"] for i in prof["instances"])
-    assert total_excl <= root["incl_ms"] * 1.0001
-    # inclusive of a parent covers its children
+    # per call, exclusive <= inclusive and a parent's inclusive time covers its child's (each
+    # call of `a` holds one of `a.norm`): so do the medians the figures are built from
+    for inst in prof["instances"]:
+        assert 0 <= inst["excl_ms"] <= inst["incl_ms"]
     assert by_path["a"]["incl_ms"] >= by_path["a.norm"]["incl_ms"]
+    assert root["incl_ms"] >= max(by_path[p]["incl_ms"] for p in ("a", "b", "fc"))
     # kinds by class plus constructor inputs; without them, by state shapes and attributes
     assert {k["label"] for k in profile(Net().eval(), _cases(), reps=1)["kinds"]} >= \
         {"LayerNorm(weight:64, bias:64)", "Linear(weight:64x64, bias:64)"}

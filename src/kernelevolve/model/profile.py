@@ -15,8 +15,10 @@ plain attributes. Amdahl's bounds per kind use the inclusive share s of the mode
 model's speedup if the kind became 2x faster, 1 / (1 - s / 2), and if it became free, 1 / (1 - s).
 
 Workload cases carry weights: every figure is a weighted sum over cases of per-forward times
-(a case's median forward time and its modules' mean times per forward), divided by the weights'
-sum, so shares are of the workload's time rather than of one input's.
+(a case's median forward time; a module's median time per call times its calls per forward),
+divided by the weights' sum, so shares are of the workload's time rather than of one input's.
+Medians, because on a busy machine a multi-threaded op now and then waits for a descheduled
+thread; the shares then add up to about, not exactly, 100%.
 """
 from __future__ import annotations
 
@@ -96,11 +98,25 @@ def _short(v: Any) -> str:
 
 @dataclass
 class _Site:
-    """One module instance's counters within one workload case."""
-    calls: int = 0
-    incl_ns: int = 0
-    excl_ns: int = 0
+    """One module instance's calls within one workload case."""
+    incl: list[int] = field(default_factory=list)   # ns per call
+    excl: list[int] = field(default_factory=list)
     shapes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    @property
+    def calls(self) -> int:
+        return len(self.incl)
+
+    # A call's typical time is the median of its calls, times the number of calls: on a busy
+    # machine a multi-threaded op now and then waits for a descheduled thread and takes 10x
+    # longer, which a mean would hand to whichever module was unlucky.
+    @property
+    def incl_ns(self) -> float:
+        return statistics.median(self.incl) * len(self.incl) if self.incl else 0.0
+
+    @property
+    def excl_ns(self) -> float:
+        return statistics.median(self.excl) * len(self.excl) if self.excl else 0.0
 
 
 class Recorder:
@@ -134,9 +150,8 @@ class Recorder:
         excl = max(0, incl - children - hooked * self.hook_cost_ns)
         path = self.paths.get(id(module), f"<unnamed {type(module).__name__}>")
         site = self.sites[self._case][path]
-        site.calls += 1
-        site.incl_ns += incl
-        site.excl_ns += excl
+        site.incl.append(incl)
+        site.excl.append(excl)
         site.shapes[signature_of(args, kwargs)] += 1
         if self._stack:
             self._stack[-1][1] += incl
@@ -237,8 +252,7 @@ def summarise(rec: Recorder, cases: Sequence[tuple[str, float]],
     """Per instance and per kind, weighted over cases by per-forward time."""
     weights = {n: w for n, w in cases if w > 0}
     total_w = sum(weights.values()) or 1.0
-    # the mean (not the median) forward: the modules' figures are means, so shares add up
-    fwd = {n: statistics.fmean(rec.forwards[n]) for n in weights if rec.forwards.get(n)}
+    fwd = {n: statistics.median(rec.forwards[n]) for n in weights if rec.forwards.get(n)}
     runs = {n: len(rec.forwards[n]) for n in fwd}
     total_ns = sum(weights[n] * fwd[n] for n in fwd) / total_w
     kinds: dict[str, dict[str, Any]] = {}

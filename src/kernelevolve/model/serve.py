@@ -70,7 +70,7 @@ def _promote(promote: Any, store: Any, reg: Any, run_id: str, name: str) -> dict
 def patched_model(mf: Any, workspace: Path, spots: list[dict[str, Any]],
                   verdicts: list[dict[str, Any]], example: list) -> tuple[Any, Any]:
     """(the outlined model with promoted kernels patched in, the patch session or None)."""
-    from kernelevolve.model.graph import find_regions
+    from kernelevolve.model.outline import find_regions
 
     outlined = find_regions(mf.build(), example)
     served = {v["kind"]: v["served"]["name"] for v in verdicts if v.get("served")}

@@ -60,7 +60,7 @@ def timed_cases(mf: Any) -> list[tuple[str, float, Callable[[], list]]]:
 def analyse(mf: Any, out: Path, opts: TuneOptions, say: Callable[[str], None]) -> dict:
     """Profile the model by module, find its regions, profile those, extract the hot ones."""
     from kernelevolve.model.extract import hot_spots, record_calls
-    from kernelevolve.model.graph import find_regions
+    from kernelevolve.model.outline import find_regions
     from kernelevolve.model.profile import profile
     from kernelevolve.model.write import write_problems
 
