@@ -171,6 +171,29 @@ def _drop_dead(graph: fx.Graph, t: Traced) -> None:
                 changed = True
 
 
+def record_regions(outlined: Outlined, inputs: list) -> tuple[dict, object]:
+    """Run the outlined model once: ({region name: (its input tensors, its output)}, the model's
+    output). What the lead needs for a region's shapes and dtypes (a region's inputs are the
+    tensors its generated forward takes, in order)."""
+    seen: dict = {}
+    hooks = [getattr(outlined.module, r.name).register_forward_hook(
+        lambda m, args, out, name=r.name: seen.__setitem__(name, (args, out)))
+        for r in outlined.regions]
+    try:
+        with torch.no_grad():
+            out = outlined.module(*inputs)
+    finally:
+        for h in hooks:
+            h.remove()
+    return seen, out
+
+
+def state_values(outlined: Outlined, spec: RegionSpec) -> dict:
+    """The model's tensors for a region's state, by the region's local names (a state_dict
+    for the region's generated Model; traced constants come from Outlined.traced)."""
+    return {local: _fetch(outlined.traced, qual) for local, qual in spec.state.items()}
+
+
 def _fetch(gm: nn.Module, qual: str):
     obj = gm
     for part in qual.split("."):
