@@ -52,78 +52,87 @@ class RegionCode:
     ops: list
 
 
-def region_code(t: Traced, group: list) -> RegionCode:
-    members = set(group)
-    modules = dict(t.gm.named_modules())
-    metas: list = []
+class _Names:
+    """Canonical names while a region is written: inputs x0.., state by attribute name."""
 
-    def need_meta(n):
-        if t.roles[n].kind == "meta" and n not in metas:
-            metas.append(n)
-            for a in n.all_input_nodes:
-                need_meta(a)
+    def __init__(self, t: Traced):
+        self.t = t
+        self.names: dict = {}
+        self.inputs: list = []
+        self.state: dict = {}          # local -> qualified name
+        self.state_nodes: list = []    # (local, qualified name, tensor)
 
-    for n in group:
-        for a in n.all_input_nodes:
-            need_meta(a)
-    body = sorted(members | set(metas), key=t.order.__getitem__)
-    names: dict = {}
-    inputs: list = []
-    state: dict = {}
-    state_nodes: list = []
-
-    def state_local(qual: str, tensor) -> str:
-        for local, q in state.items():
+    def state_local(self, qual: str, tensor) -> str:
+        for local, q in self.state.items():
             if q == qual:
                 return local
         base = qual.rsplit(".", 1)[-1]
         if base.startswith("_tensor_constant"):     # a tensor fx folded at trace time
             base = "constant"
         if not base.isidentifier() or keyword.iskeyword(base) or hasattr(nn.Module, base):
-            base = f"p_{base}" if base.isidentifier() else f"p{len(state)}"
+            base = f"p_{base}" if base.isidentifier() else f"p{len(self.state)}"
         local, k = base, 1
-        while local in state:
+        while local in self.state:
             local, k = f"{base}_{k}", k + 1
-        state[local] = qual
-        state_nodes.append((local, qual, tensor))
+        self.state[local] = qual
+        self.state_nodes.append((local, qual, tensor))
         return local
 
-    def ref(a: fx.Node) -> str:
-        if a in names:
-            return names[a]
-        if a.op == "get_attr":
-            names[a] = "self." + state_local(a.target, t.values[a])
-            return names[a]
-        names[a] = f"x{len(inputs)}"
-        inputs.append(a)
-        return names[a]
+    def ref(self, a: fx.Node) -> str:
+        if a not in self.names:
+            if a.op == "get_attr":
+                self.names[a] = "self." + self.state_local(a.target, self.t.values[a])
+            else:
+                self.names[a] = f"x{len(self.inputs)}"
+                self.inputs.append(a)
+        return self.names[a]
 
+
+def _metas(t: Traced, group: list) -> list:
+    """The shape queries (non-tensor nodes) the group reads, with those they derive from."""
+    metas: list = []
+    stack = [a for n in group for a in n.all_input_nodes]
+    while stack:
+        n = stack.pop()
+        if t.roles[n].kind == "meta" and n not in metas:
+            metas.append(n)
+            stack.extend(n.all_input_nodes)
+    return metas
+
+
+def region_code(t: Traced, group: list) -> RegionCode:
+    members = set(group)
+    modules = dict(t.gm.named_modules())
+    metas = _metas(t, group)
+    nm = _Names(t)
     lines = []
-    for i, n in enumerate(body):
-        expr = _statement(n, ref, modules, t, members, state_local)
-        names[n] = f"t{i}"
+    for i, n in enumerate(sorted(members | set(metas), key=t.order.__getitem__)):
+        expr = _statement(n, nm.ref, modules, t, nm.state_local)
+        nm.names[n] = f"t{i}"
         lines.append(f"        t{i} = {expr}")
-    outputs = [n for n in group if n not in metas and any(
-        u not in members for u in n.users)]
+
+    def read_outside(u) -> bool:      # a shape query cloned inside is not a reader outside
+        return u not in members and (u not in metas or any(map(read_outside, u.users)))
+
+    outputs = [n for n in group if any(map(read_outside, n.users))]
     if not outputs:
         raise CodegenError("the region's values are read by nothing outside it")
-    ret = ", ".join(names[n] for n in outputs)
-    lines.append(f"        return {ret}")
-    ops = [op_name(n, modules) for n in group]
+    lines.append("        return " + ", ".join(nm.names[n] for n in outputs))
     compute = []
     for n in group:
         if t.roles[n].kind == "fusable" and t.roles[n].op not in compute:
             compute.append(t.roles[n].op)
-    label = "+".join(compute[:5]) + ("+..." if len(compute) > 5 else "")
+    label = "+".join(compute[:6]) + ("+..." if len(compute) > 6 else "")
     sizes: list = []
-    for _, _, tensor in state_nodes:
-        for d in tensor.shape:
-            if int(d) != 1 and int(d) not in sizes:
-                sizes.append(int(d))
-    texts = [_render(label, sizes, state_nodes, inputs, lines, exact) for exact in (True, False)]
+    for d in (int(d) for _, _, tensor in nm.state_nodes for d in tensor.shape):
+        if d != 1 and d not in sizes:
+            sizes.append(d)
+    texts = [_render(label, sizes, nm.state_nodes, nm.inputs, lines, exact)
+             for exact in (True, False)]
     kind = hashlib.sha256((texts[1] + repr(sizes)).encode()).hexdigest()[:12]
-    return RegionCode(source=texts[0], kind=kind, label=label, init_args=sizes, state=state,
-                      inputs=inputs, outputs=outputs, ops=ops)
+    return RegionCode(source=texts[0], kind=kind, label=label, init_args=sizes, state=nm.state,
+                      inputs=nm.inputs, outputs=outputs,
+                      ops=[op_name(n, modules) for n in group])
 
 
 def _render(label, sizes, state_nodes, inputs, lines, exact: bool) -> str:
@@ -149,7 +158,7 @@ def _render(label, sizes, state_nodes, inputs, lines, exact: bool) -> str:
             f"    def forward(self{args}):\n{body}\n")
 
 
-def _statement(n: fx.Node, ref, modules, t: Traced, members, state_local) -> str:
+def _statement(n: fx.Node, ref, modules, t: Traced, state_local) -> str:
     def r(a):
         return render(a, ref)
 

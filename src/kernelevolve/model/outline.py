@@ -138,7 +138,10 @@ def _outline(t: Traced, specs: list, groups: list) -> fx.GraphModule:
     while heap:
         _, _, u = heapq.heappop(heap)
         if isinstance(u, fx.Node):
-            env[u] = graph.node_copy(u, lambda a: env[a])
+            # a shape query of a region's inner value is read only inside regions (each
+            # re-derives it): it has no copy, nor has anything derived from it
+            if all(a in env for a in u.all_input_nodes):
+                env[u] = graph.node_copy(u, lambda a: env[a])
         else:
             group, code = groups[u[1]]
             call = graph.call_module(specs[u[1]].name, tuple(env[a] for a in code.inputs))
