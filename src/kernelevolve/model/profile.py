@@ -258,22 +258,7 @@ def summarise(rec: Recorder, cases: Sequence[tuple[str, float]],
     kinds: dict[str, dict[str, Any]] = {}
     instances = []
     for path, module in rec.modules.items():
-        inst = {"path": path or "(model)", "class": type(module).__name__, "calls": 0,
-                "incl_ms": 0.0, "excl_ms": 0.0, "shapes": defaultdict(float), "by_case": {}}
-        for case, w in weights.items():
-            site = rec.sites.get(case, {}).get(path)
-            if site is None or not runs.get(case):
-                continue
-            per_fwd = w / total_w / runs[case]
-            inst["calls"] += site.calls * per_fwd
-            inst["incl_ms"] += site.incl_ns * per_fwd / 1e6
-            inst["excl_ms"] += site.excl_ns * per_fwd / 1e6
-            for sig, n in site.shapes.items():
-                inst["shapes"][sig] += n / runs[case] * w
-            inst["by_case"][case] = {  # per forward of that case, unweighted
-                "calls": site.calls / runs[case], "incl_ms": site.incl_ns / runs[case] / 1e6,
-                "excl_ms": site.excl_ns / runs[case] / 1e6,
-                "shapes": {sig: n / runs[case] for sig, n in site.shapes.items()}}
+        inst = _instance(rec, path, module, weights, total_w, runs)
         if not inst["calls"]:
             continue
         key, label = kind_of(module)
@@ -310,6 +295,28 @@ def summarise(rec: Recorder, cases: Sequence[tuple[str, float]],
         "instances": sorted(instances, key=lambda r: -r["excl_ms"]),
         "kinds": sorted(kinds.values(), key=lambda r: (-r["incl_ms"], r["label"])),
     }
+
+
+def _instance(rec: Recorder, path: str, module: Any, weights: dict[str, float],
+              total_w: float, runs: dict[str, int]) -> dict[str, Any]:
+    """One instance's figures per weighted forward, and per case unweighted (`by_case`)."""
+    inst = {"path": path or "(model)", "class": type(module).__name__, "calls": 0,
+            "incl_ms": 0.0, "excl_ms": 0.0, "shapes": defaultdict(float), "by_case": {}}
+    for case, w in weights.items():
+        site = rec.sites.get(case, {}).get(path)
+        if site is None or not runs.get(case):
+            continue
+        per_fwd = w / total_w / runs[case]
+        inst["calls"] += site.calls * per_fwd
+        inst["incl_ms"] += site.incl_ns * per_fwd / 1e6
+        inst["excl_ms"] += site.excl_ns * per_fwd / 1e6
+        for sig, n in site.shapes.items():
+            inst["shapes"][sig] += n / runs[case] * w
+        inst["by_case"][case] = {
+            "calls": site.calls / runs[case], "incl_ms": site.incl_ns / runs[case] / 1e6,
+            "excl_ms": site.excl_ns / runs[case] / 1e6,
+            "shapes": {sig: n / runs[case] for sig, n in site.shapes.items()}}
+    return inst
 
 
 def _shape_list(shapes: dict[str, float]) -> list[dict[str, Any]]:

@@ -197,8 +197,11 @@ def measure(mf: Any, workspace: Path, analysis: dict[str, Any], verdicts: list[d
     from kernelevolve.model.measure import measure_model
     from kernelevolve.model.serve import patched_model
 
+    from kernelevolve.registry.patching import coverage, reset_coverage
+
     inputs = [(c.name, c.weight, mf.inputs(c)) for c in mf.cases]
     eager = mf.build()
+    reset_coverage()  # before patching: the dispatchers keep the counters they start with
     patched, session = patched_model(mf, workspace, analysis["hot_spots"], verdicts,
                                      inputs[0][2])
     variants: dict[str, Any] = {"eager": eager, "patched": patched}
@@ -207,9 +210,6 @@ def measure(mf: Any, workspace: Path, analysis: dict[str, Any], verdicts: list[d
 
         variants["compile"] = torch.compile(mf.build())
     try:
-        from kernelevolve.registry.patching import coverage, reset_coverage
-
-        reset_coverage()
         figures = measure_model(variants, inputs, reps=opts.measure_reps)
         figures["coverage"] = coverage()
         figures["patch_report"] = session.report() if session is not None else []
