@@ -254,3 +254,23 @@ def _summarise(cases, timed, live, failed, outputs, first, samples, baseline, at
 def _finite(x: float) -> float | None:
     """JSON has no infinity: an error that is not finite (shapes differ) is null."""
     return float(x) if math.isfinite(x) else None
+
+
+def pin_malloc() -> str:
+    """Fix glibc malloc's mmap and trim thresholds for the whole measurement (what
+    MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ do). glibc adapts them to what the process
+    freed before, so the same eager model ran at about 20 or 45 ms a forward depending on that
+    history (benchmarks/registry_e2e.py): every variant is measured under the same fixed
+    thresholds instead. Says what was done."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return "not pinned (no glibc mallopt here)"
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    ok = mallopt(m_mmap_threshold, 32 << 20) == 1 and mallopt(m_trim_threshold, 256 << 20) == 1
+    return ("pinned: mmap threshold 32 MiB, trim threshold 256 MiB" if ok
+            else "not pinned (mallopt refused)")

@@ -194,8 +194,10 @@ def predicted_speedup(spots: list[dict[str, Any]], verdicts: list[dict[str, Any]
 def measure(mf: Any, workspace: Path, analysis: dict[str, Any], verdicts: list[dict[str, Any]],
             opts: TuneOptions) -> dict[str, Any]:
     """Eager vs patched vs torch.compile on the workload's cases and the held-out ones."""
-    from kernelevolve.model.measure import measure_model
+    from kernelevolve.model.measure import measure_model, pin_malloc
     from kernelevolve.model.serve import patched_model
+
+    malloc = pin_malloc()
 
     from kernelevolve.registry.patching import coverage, reset_coverage
 
@@ -212,6 +214,7 @@ def measure(mf: Any, workspace: Path, analysis: dict[str, Any], verdicts: list[d
     try:
         figures = measure_model(variants, inputs, reps=opts.measure_reps)
         figures["coverage"] = coverage()
+        figures["malloc"] = malloc
         figures["patch_report"] = session.report() if session is not None else []
     finally:
         if session is not None:
