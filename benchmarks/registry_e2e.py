@@ -121,18 +121,9 @@ def _load_model_module():
 
 def pin_malloc() -> str:
     """Fixed glibc malloc thresholds (see the module docstring); says what was done."""
-    import ctypes
-    import ctypes.util
+    from kernelevolve.model.measure import pin_malloc as pin
 
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return "not pinned (no glibc mallopt here)"
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    ok = mallopt(m_mmap_threshold, 32 << 20) == 1 and mallopt(m_trim_threshold, 256 << 20) == 1
-    return ("pinned: mmap threshold 32 MiB, trim threshold 256 MiB" if ok
-            else "not pinned (mallopt refused)")
+    return pin()
 
 
 def _minflt() -> int:

@@ -24,7 +24,8 @@ GPT = ROOT / "examples" / "models" / "gpt_block.py"
 def gpt(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpt_extract")
     mf = load_model_file(GPT)
-    data = analyse(mf, out, TuneOptions(top=5, profile_reps=2), lambda m: None)
+    # min_share 0: which regions clear a share cut depends on the load of the machine
+    data = analyse(mf, out, TuneOptions(top=5, min_share=0.0, profile_reps=2), lambda m: None)
     return mf, data, out
 
 

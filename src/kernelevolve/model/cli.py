@@ -63,7 +63,7 @@ def profile_cmd(model: Path = MODEL_ARG, reps: int = REPS_OPT, top: int = typer.
     from kernelevolve.model.html import page, profile_section
     from kernelevolve.model.profile import profile
     from kernelevolve.model.tune import timed_cases
-    from kernelevolve.model.view import kinds_table
+    from kernelevolve.model.view import instances_table, kinds_table
     from kernelevolve.model.workload import load_model_file
 
     with _user_errors():
@@ -71,7 +71,9 @@ def profile_cmd(model: Path = MODEL_ARG, reps: int = REPS_OPT, top: int = typer.
         mf = load_model_file(model)
         prof = profile(mf.build(), timed_cases(mf), reps=reps,
                        progress=lambda case: _say(f"profiling case {case}"))
-    _console().print(kinds_table(prof, top))
+    con = _console()
+    con.print(kinds_table(prof, top))
+    con.print(instances_table(prof, top))
     if json_path:
         json_path.write_text(json.dumps(prof, indent=1, default=str))
     if html_path:
@@ -191,6 +193,6 @@ def _report(summary: dict, json_path: Optional[Path], html_path: Optional[Path])
         html_path.write_text(page_text)
     if json_path:
         out = {k: summary[k] for k in ("hot_spots", "verdicts", "left_out", "coverage", "model",
-                                       "safe", "state", "model_path")}
+                                       "safe", "state", "model_path", "workspace")}
         json_path.write_text(json.dumps(out, indent=1, default=str))
     con.print(f"state: {summary['state']}; report: {default_html}")

@@ -167,6 +167,19 @@ def _size_globals(calls: list[Call]) -> tuple[list[str], list[list[list[str]]]]:
     return names, per_arg
 
 
+def _dims(examples: list[Call]) -> tuple[list[str], list[list[str]], dict[str, int], list[str]]:
+    """(size global names, per-arg dim names, each global's value in the first call, the
+    globals whose value differs between calls)."""
+    names, per_arg = _size_globals(examples)
+    first = examples[0].args
+    values = {n: int(first[i].shape[d]) for i, dims in enumerate(per_arg)
+              for d, n in enumerate(dims)}
+    varying = [n for n in names if len({int(c.args[i].shape[d]) for c in examples
+                                        for i, dims in enumerate(per_arg)
+                                        for d, m in enumerate(dims) if m == n}) > 1]
+    return names, per_arg, values, varying
+
+
 def case_weights(hs: HotSpot, prof: dict[str, Any], records: dict[str, dict[str, Call]],
                  cases: Sequence[tuple[str, float]]) -> dict[str, float]:
     """{signature: weight}: over workload cases (by their weights), the calls per forward
@@ -198,15 +211,8 @@ def render_problem(hs: HotSpot, calls: list[tuple[str, Call, float]], origin: st
     import torch
 
     examples = [c for _, c, _ in calls]
-    names, per_arg = _size_globals(examples)
+    names, per_arg, values, varying = _dims(examples)
     first = examples[0].args
-    values = {n: None for n in names}
-    for i, dims in enumerate(per_arg):
-        for d, n in enumerate(dims):
-            values[n] = int(first[i].shape[d])
-    varying = [n for n in names if len({int(c.args[i].shape[d]) for c in examples
-                                        for i, dims in enumerate(per_arg)
-                                        for d, m in enumerate(dims) if m == n}) > 1]
     inputs = []
     for i, a in enumerate(first):
         if isinstance(a, torch.Tensor):
@@ -247,20 +253,10 @@ def render_problem(hs: HotSpot, calls: list[tuple[str, Call, float]], origin: st
     return "\n".join(lines)
 
 
-def held_out_case(calls: list[Call], names_varying: list[str] | None = None
-                  ) -> list[dict[str, int]]:
+def held_out_case(calls: list[Call]) -> list[dict[str, int]]:
     """Candidate odd shapes to try, best first: each even varying size >= 8 of the heaviest
     call made odd (n - 1); failing that, each single even size >= 8 made odd."""
-    examples = calls
-    names, per_arg = _size_globals(examples)
-    first = examples[0].args
-    value = {}
-    for i, dims in enumerate(per_arg):
-        for d, n in enumerate(dims):
-            value[n] = int(first[i].shape[d])
-    varying = [n for n in names if len({int(c.args[i].shape[d]) for c in examples
-                                        for i, dims in enumerate(per_arg)
-                                        for d, m in enumerate(dims) if m == n}) > 1]
+    names, _per_arg, value, varying = _dims(calls)
     tries = []
     odd = {n: value[n] - 1 for n in varying if value[n] >= 8 and value[n] % 2 == 0}
     if odd:

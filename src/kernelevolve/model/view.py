@@ -81,3 +81,13 @@ def model_table(model: dict[str, Any]) -> Table:
     elif model.get("compile_failed"):
         t.add_row("torch.compile", "-", f"failed: {model['compile_failed']}")
     return t
+
+
+def instances_table(prof: dict[str, Any], top: int = 10) -> Table:
+    t = Table(title="The busiest module instances (by exclusive time)", title_justify="left")
+    for col in ("instance", "class", "calls", "incl ms", "excl ms", "excl share"):
+        t.add_column(col, justify="left" if col in ("instance", "class") else "right")
+    for i in [i for i in prof["instances"] if i["path"] != "(model)"][:top]:
+        t.add_row(i["path"], i["class"], f"{i['calls']:.1f}", _ms(i["incl_ms"]),
+                  _ms(i["excl_ms"]), _pct(i["share_excl"]))
+    return t
