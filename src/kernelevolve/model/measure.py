@@ -227,6 +227,10 @@ def _summarise(cases, timed, live, failed, outputs, first, samples, baseline, at
                       for r in range(n_reps)] for name in live}
     speedup = {name: _speedup([b / v for b, v in zip(per_rep[baseline], per_rep[name])], seed)
                for name in live if name != baseline}
+    # every other pair too, paired the same way ("patched_over_compile": compile's time over
+    # patched's, rep by rep), so a speedup over torch.compile has its interval
+    over = {f"{a}_over_{b}": _speedup([y / x for x, y in zip(per_rep[a], per_rep[b])], seed)
+            for a in live for b in live if baseline not in (a, b) and a != b}
     max_err: dict[str, float] = {}
     match: dict[str, bool] = {}
     case_rows = []
@@ -246,7 +250,8 @@ def _summarise(cases, timed, live, failed, outputs, first, samples, baseline, at
             match[name] = match.get(name, True) and ok
         case_rows.append(row)
     return {"cases": case_rows, "variants": out_variants, "baseline": baseline,
-            "speedup": speedup, "max_abs_err": {k: _finite(v) for k, v in max_err.items()},
+            "speedup": speedup, "over": over,
+            "max_abs_err": {k: _finite(v) for k, v in max_err.items()},
             "outputs_match": match, "failed": failed,
             "tolerance": {"atol": atol, "rtol": rtol}}
 

@@ -233,7 +233,10 @@ def model_summary(figures: dict[str, Any]) -> dict[str, Any]:
         "speedup": (sp.get("patched") or {}).get("value"),
         "interval": (sp.get("patched") or {}).get("interval"),
         "compile_speedup": (sp.get("compile") or {}).get("value"),
-        "speedup_over_compile": (compiled / patched) if compiled and patched else None,
+        "speedup_over_compile": (figures.get("over", {}).get("patched_over_compile")
+                                 or {}).get("value"),
+        "interval_over_compile": (figures.get("over", {}).get("patched_over_compile")
+                                  or {}).get("interval"),
         "max_abs_err": (figures.get("max_abs_err") or {}).get("patched"),
         "outputs_match": (figures.get("outputs_match") or {}).get("patched"),
         "compile_failed": (figures.get("failed") or {}).get("compile"),

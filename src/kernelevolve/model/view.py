@@ -78,6 +78,9 @@ def model_table(model: dict[str, Any]) -> Table:
         f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else ""))
     if model.get("compile_ms") is not None:
         t.add_row("torch.compile", _ms(model["compile_ms"]), _x(model.get("compile_speedup")))
+        ic = model.get("interval_over_compile")
+        t.add_row("patched over torch.compile", "", _x(model.get("speedup_over_compile")) + (
+            f" [{ic[0]:.2f}, {ic[1]:.2f}]" if ic else ""))
     elif model.get("compile_failed"):
         t.add_row("torch.compile", "-", f"failed: {model['compile_failed']}")
     return t
