@@ -385,3 +385,60 @@ def test_migration_list_is_well_formed():
     assert [v for v, _ in schema.MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
     with pytest.raises(ValueError, match="numbered"):
         schema.pending(0, [(1, []), (3, [])])
+
+
+# -- two processes, one of them holding connections while it opens another ----------------------
+
+_HOLDER = r"""
+import sys, time
+from kernelevolve.store import Store, StoreError
+ws, stop_after = sys.argv[1], float(sys.argv[2])
+held = Store.open(ws)                      # a connection this process keeps open
+deadline = time.monotonic() + stop_after
+i = 0
+try:
+    while time.monotonic() < deadline:
+        held.create_run(f"run-{i:05d}", problem_path=None, problem_hash=None, platform="cpu",
+                        config={}, fingerprint={})
+        with Store.open(ws) as other:      # a second open in the same process (the header check)
+            other.list_runs()
+        i += 1
+except StoreError as exc:
+    print(f"FAILED after {i}: {exc}")
+    sys.exit(1)
+print(f"ok {i}")
+"""
+
+_POLLER = r"""
+import sys, time
+from kernelevolve.store import Store
+ws, stop_after = sys.argv[1], float(sys.argv[2])
+deadline = time.monotonic() + stop_after
+while time.monotonic() < deadline:
+    try:
+        with Store.open(ws) as s:
+            s.list_runs()
+    except Exception:
+        pass
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.slow
+def test_a_second_open_in_a_writing_process_keeps_its_locks(ws):
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it, the
+    SQLite connections' too: a header check that opened and closed the database file with
+    Python let another process, closing its last connection, checkpoint and delete the WAL
+    under the writer ("disk I/O error" at its next open; seen under tune-model while a poller
+    read the store)."""
+    with Store.open(ws):
+        pass
+    seconds = "12"
+    poller = subprocess.Popen([sys.executable, "-c", _POLLER, str(ws), seconds])
+    try:
+        holder = subprocess.run([sys.executable, "-c", _HOLDER, str(ws), seconds],
+                                capture_output=True, text=True, timeout=300)
+    finally:
+        poller.wait(timeout=300)
+    assert holder.returncode == 0, holder.stdout + holder.stderr
+    assert holder.stdout.startswith("ok ")

@@ -1,8 +1,8 @@
 """Opening `kernelevolve.db`: sanity checks, pragmas, and schema migrations.
 
 Order matters and is chosen so that a database we must refuse is never modified:
-1. the file's first 16 bytes must be the SQLite header (or the file is empty/new), so a stray
-   file at the path gets a plain "not a SQLite database" instead of a sqlite3 traceback;
+1. a read-only SQLite connection must read the file as a database (or it is empty/new), so a
+   stray file at the path gets a plain "not a SQLite database" instead of a sqlite3 traceback;
 2. the schema version is read inside `BEGIN IMMEDIATE` (which only takes a lock), and a version
    newer than this code knows is refused before anything is written;
 3. pending migrations run in that same transaction, so an upgrade is all-or-nothing, and two
@@ -18,7 +18,6 @@ from pathlib import Path
 from kernelevolve.store import schema
 from kernelevolve.store.errors import StoreError
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 # How long a writer waits for another process's write to finish before giving up. Writes here
 # are single small transactions (ms), so 30 s only trips when something is really stuck.
 BUSY_TIMEOUT_MS = 30_000
@@ -58,19 +57,33 @@ def open_connection(db_path: Path, migrations: list[schema.Migration] | None = N
 
 
 def check_header(db_path: Path, place: str = "--workspace") -> None:
-    """Refuse, without writing, a file that exists but is not a SQLite database."""
+    """Refuse, without writing, a file that exists but is not a SQLite database.
+
+    Read through SQLite (a read-only connection), never with a Python file object: closing any
+    descriptor of a file drops every POSIX lock this process holds on it, the locks of its
+    open SQLite connections included (SQLite's own connections share one lock record per file
+    and keep it). Another process closing its last connection could then checkpoint and delete
+    the WAL under our writer: "disk I/O error" at its next statement."""
     if db_path.is_dir():
         raise StoreError(f"{db_path}: is a directory, expected the store's SQLite database")
-    try:
-        with open(db_path, "rb") as f:
-            head = f.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
+    if not db_path.exists():
         return
-    except OSError as e:
-        raise StoreError(f"{db_path}: cannot read the store database ({e.strerror})") from None
-    if head and head != SQLITE_HEADER:
-        raise StoreError(f"{db_path}: not a SQLite database (it does not start with the SQLite "
-                         f"header); move it away or use another {place}")
+    from urllib.parse import quote
+
+    try:
+        probe = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True,
+                                timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as e:
+        raise StoreError(f"{db_path}: cannot read the store database ({e})") from None
+    try:
+        probe.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as e:
+        if "not a database" in str(e):
+            raise StoreError(f"{db_path}: not a SQLite database (it does not start with the "
+                             f"SQLite header); move it away or use another {place}") from None
+        raise StoreError(f"{db_path}: cannot read the store database ({e})") from None
+    finally:
+        probe.close()
 
 
 def migrate(conn: sqlite3.Connection, db_path: Path,
