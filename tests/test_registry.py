@@ -430,3 +430,17 @@ def test_a_tampered_version_arriving_live_falls_back_instead_of_raising(reg, sea
     assert cov["served_by_version"] == {"1": 1} and cov["fallbacks"] == {"artifact": 1}
     assert "does not match its recorded hash" in session.problems[0]
     assert again.dispatchers == [] and again.report()[0]["skipped"].startswith("already patched")
+
+
+def test_reset_coverage_zeroes_the_counters_live_dispatchers_still_use():
+    """A dispatcher keeps the Coverage object it started with: reset must zero that object,
+    not forget it (coverage() came back empty while calls went on being counted)."""
+    from kernelevolve.registry.dispatch import Coverage
+
+    live = patching._COVERAGE.setdefault("reset_probe", Coverage("reset_probe"))
+    live.calls, live.fallbacks = 3, {"shape": 3}
+    patching.reset_coverage()
+    assert patching.coverage("reset_probe")["calls"] == 0
+    live.calls += 1  # what a dispatcher does on its next call
+    assert patching.coverage("reset_probe")["calls"] == 1
+    patching._COVERAGE.pop("reset_probe")

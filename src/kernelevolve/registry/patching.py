@@ -279,7 +279,12 @@ def coverage(name: str | None = None) -> dict[str, Any]:
 
 
 def reset_coverage() -> None:
-    _COVERAGE.clear()
+    """Zero every kernel's counters in place: live dispatchers keep counting into the same
+    objects (clearing the map left them counting where coverage() no longer looked)."""
+    for cov in _COVERAGE.values():
+        cov.__init__(cov.name)
+    for session in _SESSIONS:
+        session._flushed.clear()  # the next flush's deltas start from zero too
 
 
 def flush() -> None:
