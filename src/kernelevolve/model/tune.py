@@ -159,8 +159,10 @@ def budgets(spots: list[dict[str, Any]], max_evals: int) -> dict[str, int]:
 
 
 def optimise(workspace: Path, out: Path, analysis: dict[str, Any], opts: TuneOptions,
-             say: Callable[[str, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """The hot spots' searches as one resumable campaign; returns its rows."""
+             say: Callable[[str, dict[str, Any]], None] | None = None,
+             tell: Callable[[str], None] = lambda m: None) -> list[dict[str, Any]]:
+    """The hot spots' searches as one resumable campaign; returns its rows. A resumed
+    campaign keeps the settings and budgets it started with (its runs were made with them)."""
     from kernelevolve.bench.campaign import Campaign
     from kernelevolve.bench.runner import run_campaign
 
@@ -169,7 +171,14 @@ def optimise(workspace: Path, out: Path, analysis: dict[str, Any], opts: TuneOpt
         return []
     flags = {"max_evals": opts.max_evals, "compile_figures": False, "time_compile": False,
              **{k: v for k, v in opts.flags.items() if v is not None}}
-    camp, _resumed = Campaign.open(workspace, f"tune-{out.name}", problems, flags)
+    camp, resumed = Campaign.open(workspace, f"tune-{out.name}", problems, flags)
+    if resumed:
+        stored = camp.data.get("settings", {})
+        changed = sorted(k for k in set(stored) | set(flags) if stored.get(k) != flags.get(k))
+        done = sum(1 for r in camp.rows if r["status"] in ("done", "failed", "skipped"))
+        tell(f"resuming campaign {camp.name}: {done} of {len(camp.rows)} searches finished"
+             + (f"; it keeps its first settings ({', '.join(f'{k}={stored.get(k)}' for k in changed)}"
+                "); use another --workspace to start over with new ones" if changed else ""))
     per = budgets(analysis["hot_spots"], opts.max_evals)
     for row in camp.rows:
         row.setdefault("max_evals", per.get(row["path"], opts.max_evals))
@@ -256,7 +265,7 @@ def tune_model(path: Path, workspace: Path, opts: TuneOptions,
         raise UsageError(f"{path}: nothing hot enough to extract (no region above "
                          f"{opts.min_share:.0%} of the time could be rebuilt); see "
                          "`kernelevolve profile` for where the time goes")
-    rows = optimise(Path(workspace), out, analysis, opts, on_row)
+    rows = optimise(Path(workspace), out, analysis, opts, on_row, say)
     verdicts = promote_safe(Path(workspace), rows, analysis["hot_spots"])
     say("measuring the whole model: eager, patched" + (", torch.compile" if opts.compile else ""))
     figures = measure(mf, Path(workspace), analysis, verdicts, opts)
