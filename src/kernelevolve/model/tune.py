@@ -176,9 +176,10 @@ def optimise(workspace: Path, out: Path, analysis: dict[str, Any], opts: TuneOpt
         stored = camp.data.get("settings", {})
         changed = sorted(k for k in set(stored) | set(flags) if stored.get(k) != flags.get(k))
         done = sum(1 for r in camp.rows if r["status"] in ("done", "failed", "skipped"))
+        kept = ", ".join(f"{k}={stored.get(k)}" for k in changed)
         tell(f"resuming campaign {camp.name}: {done} of {len(camp.rows)} searches finished"
-             + (f"; it keeps its first settings ({', '.join(f'{k}={stored.get(k)}' for k in changed)}"
-                "); use another --workspace to start over with new ones" if changed else ""))
+             + (f"; it keeps its first settings ({kept}); use another --workspace to start "
+                "over with new ones" if changed else ""))
     per = budgets(analysis["hot_spots"], opts.max_evals)
     for row in camp.rows:
         row.setdefault("max_evals", per.get(row["path"], opts.max_evals))
