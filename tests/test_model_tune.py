@@ -50,10 +50,9 @@ def _evals(ws: Path, run_ids: list[str]) -> dict[str, int]:
 
 
 def _evals_now(ws: Path, run_id: str) -> int:
-    """The run's evaluations so far, read while tune-model writes: through a read-only
-    connection. (A Store.open here, a writable connection that checkpoints and removes the
-    WAL when it closes last, can pull the WAL from under the writer: see
-    /work/notes/model_tune_tests.md.)"""
+    """The run's evaluations so far, read while tune-model writes, through a read-only
+    connection (a reader has no business writing; tests/test_store.py's
+    test_a_second_open_in_a_writing_process_keeps_its_locks covers a writable poller)."""
     import sqlite3
 
     conn = sqlite3.connect(f"file:{ws / 'kernelevolve.db'}?mode=ro", uri=True, timeout=30)
