@@ -228,6 +228,28 @@ def test_the_patched_model_falls_back_outside_the_validated_region_and_serves_in
 
 
 @pytest.mark.slow
+def test_tuned_model_serves_the_promoted_kernels_to_the_users_code(tuned):
+    """From the user's side, after tune-model: kernelevolve.tuned_model(MODEL, WORKSPACE)."""
+    import kernelevolve
+    from kernelevolve.errors import UsageError
+
+    with pytest.raises(UsageError, match="no finished tune-model run"):
+        kernelevolve.tuned_model(MODEL, tuned["ws"].parent / "elsewhere")
+    module, session = kernelevolve.tuned_model(MODEL, tuned["ws"])
+    served = {v["served"]["name"] for v in tuned["summary"]["verdicts"] if v.get("served")}
+    try:
+        assert session is not None and {d.name for d in session.dispatchers} == served
+        from kernelevolve.model.workload import load_model_file
+
+        x = torch.randn(256, 256)
+        with torch.inference_mode():
+            torch.testing.assert_close(module(x), load_model_file(MODEL).build()(x),
+                                       atol=1e-4, rtol=1e-4)
+    finally:
+        session.unpatch()
+
+
+@pytest.mark.slow
 def test_the_extracted_problems_are_ordinary_problems(tuned, tmp_path):
     from kernelevolve.problem import load_problem
     from kernelevolve.store import Store

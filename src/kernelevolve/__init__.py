@@ -82,6 +82,14 @@ def tune_model(model_file: Any, *, workspace: Any = ".kernelevolve", **options: 
     return _tune(Path(model_file), Path(workspace), TuneOptions(**options))
 
 
+def tuned_model(model_file: Any, workspace: Any = ".kernelevolve"):
+    """(model, session): the model file's model with the kernels `tune-model` promoted served
+    in, falling back outside their validated regions; `session.unpatch()` undoes it."""
+    from kernelevolve.model.serve import tuned_model as _tuned
+
+    return _tuned(model_file, workspace)
+
+
 def coverage(name: str | None = None) -> dict:
     """Live serving counters per kernel name: served, fallbacks by reason, shadow, time saved."""
     from kernelevolve.registry.patching import coverage as _coverage
@@ -98,4 +106,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["evaluate", "optimize", "patch", "patched", "coverage", "profiling", "tune_model",
-           "Run", "__version__"]
+           "tuned_model", "Run", "__version__"]

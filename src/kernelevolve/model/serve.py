@@ -82,3 +82,25 @@ def patched_model(mf: Any, workspace: Path, spots: list[dict[str, Any]],
 
     session = patch(outlined.module, registry_dir(workspace), modules=modules)
     return outlined.module, session
+
+
+def tuned_model(model_file: str | Path, workspace: str | Path = ".kernelevolve") -> tuple[Any, Any]:
+    """(the model with tune-model's kernels served, the patch session) for a model file that
+    `kernelevolve tune-model` finished in `workspace` (its newest summary for that file)."""
+    import json
+
+    from kernelevolve.errors import UsageError
+    from kernelevolve.model.workload import load_model_file
+
+    path = Path(model_file).resolve()
+    found = sorted((Path(workspace) / "models").glob(f"{path.stem}-*/summary.json"),
+                   key=lambda p: p.stat().st_mtime, reverse=True)
+    for summary_path in found:
+        summary = json.loads(summary_path.read_text())
+        if Path(summary.get("model_path", "")) == path:
+            mf = load_model_file(path)
+            example = mf.inputs(mf.workload[0])
+            return patched_model(mf, Path(workspace), summary["hot_spots"],
+                                 summary["verdicts"], example)
+    raise UsageError(f"{model_file}: no finished tune-model run for it in {workspace}; run "
+                     f"`kernelevolve tune-model {model_file} --workspace {workspace}` first")
