@@ -129,3 +129,48 @@ def test_an_untraceable_model_is_named_with_the_reason(tmp_path):
     why = " ".join(str(row["why"]) for row in data["left_out"])
     assert "trace" in why.lower(), data["left_out"]
     assert "Traceback" not in r.stderr
+
+
+def test_in_place_check_unserves_a_kernel_slower_inside_the_model(monkeypatch):
+    """Each served kind is timed inside the model, eager and patched alternating; a kind
+    whose regions are no faster patched loses `served` (kept as `promoted`), with both
+    figures, and the one that pays keeps it."""
+    import kernelevolve.model.outline as outline
+    import kernelevolve.model.profile as profile_mod
+    import kernelevolve.model.serve as serve
+    from kernelevolve.model.insitu import check_in_place
+
+    class _Session:
+        unpatched = False
+
+        def unpatch(self):
+            _Session.unpatched = True
+
+    eager, patched = object(), object()
+    monkeypatch.setattr(outline, "find_regions",
+                        lambda model, example: type("O", (), {"module": eager})())
+    monkeypatch.setattr(serve, "patched_model", lambda *a: (patched, _Session()))
+    # per forward: kind "fast" 2.0 ms eager, 0.5 patched; kind "slow" 0.1 eager, 0.3 patched
+    figures = {id(eager): {"region_0": 2.0, "region_1": 0.1},
+               id(patched): {"region_0": 0.5, "region_1": 0.3}}
+    monkeypatch.setattr(profile_mod, "profile", lambda module, cases, **kw: {"instances": [
+        {"path": p, "incl_ms": ms} for p, ms in figures[id(module)].items()]})
+
+    class _MF:
+        cases = []
+
+        def build(self):
+            return None
+    monkeypatch.setattr("kernelevolve.model.tune.timed_cases",
+                        lambda mf: [("c", 1.0, lambda: [])])
+    spots = [{"kind": "fast", "instances": ["region_0"]}, {"kind": "slow",
+                                                           "instances": ["region_1"]}]
+    given = [{"kind": k, "served": {"name": k, "version": 1},
+              "promoted": {"name": k, "version": 1}} for k in ("fast", "slow")]
+    out = {v["kind"]: v for v in check_in_place(_MF(), Path("."), spots, given)}
+    assert out["fast"]["served"] and out["fast"]["in_situ"]["speedup"] == pytest.approx(4.0)
+    assert out["slow"]["served"] is None and out["slow"]["promoted"]
+    assert "slower inside the model" in out["slow"]["not_served"]
+    assert out["slow"]["in_situ"] == pytest.approx(
+        {"eager_ms": 0.1, "patched_ms": 0.3, "speedup": 0.1 / 0.3})
+    assert _Session.unpatched and given[1]["served"]  # the caller's list is not changed

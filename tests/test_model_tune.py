@@ -169,6 +169,12 @@ def test_the_summary_names_hot_spots_verdicts_and_the_whole_model_figures(tuned)
     assert lo <= m["speedup_over_compile"] <= hi
     assert m["outputs_match"] is True and m["max_abs_err"] < 1e-3
     assert (tuned["resumed"].returncode == 0) == s["safe"]
+    # each promoted kernel was timed inside the model; only one faster there is served
+    for v in s["verdicts"]:
+        if v.get("promoted"):
+            situ = v["in_situ"]
+            assert bool(v.get("served")) == (situ["patched_ms"] < situ["eager_ms"]), v
+            assert bool(v.get("not_served")) != bool(v.get("served")), v
 
 
 def _patched(tuned):
@@ -177,11 +183,14 @@ def _patched(tuned):
 
     s = tuned["summary"]
     assert s is not None, tuned["resumed"].stderr
-    served = [v["served"]["name"] for v in s["verdicts"] if v.get("served")]
+    # every promoted kernel, served or not after the in-place check (a loaded machine may
+    # find one no faster inside the model): the fallback is the registry's, either way
+    verdicts = [{**v, "served": v.get("promoted")} for v in s["verdicts"]]
+    served = [v["served"]["name"] for v in verdicts if v.get("served")]
     assert served, f"no hot spot was promoted: {s['verdicts']}"
     mf = load_model_file(MODEL)
     case = next(c for c in mf.cases if not c.held_out)
-    module, session = patched_model(mf, tuned["ws"], s["hot_spots"], s["verdicts"],
+    module, session = patched_model(mf, tuned["ws"], s["hot_spots"], verdicts,
                                     mf.inputs(case))
     assert session is not None
     return mf, module, session, served
@@ -238,7 +247,8 @@ def test_tuned_model_serves_the_promoted_kernels_to_the_users_code(tuned):
     module, session = kernelevolve.tuned_model(MODEL, tuned["ws"])
     served = {v["served"]["name"] for v in tuned["summary"]["verdicts"] if v.get("served")}
     try:
-        assert session is not None and {d.name for d in session.dispatchers} == served
+        # what the in-place check kept: every served kernel, nothing else
+        assert {d.name for d in session.dispatchers} == served if served else session is None
         from kernelevolve.model.workload import load_model_file
 
         x = torch.randn(256, 256)
@@ -246,7 +256,8 @@ def test_tuned_model_serves_the_promoted_kernels_to_the_users_code(tuned):
             torch.testing.assert_close(module(x), load_model_file(MODEL).build()(x),
                                        atol=1e-4, rtol=1e-4)
     finally:
-        session.unpatch()
+        if session is not None:
+            session.unpatch()
 
 
 @pytest.mark.slow

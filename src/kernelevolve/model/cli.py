@@ -121,6 +121,9 @@ def tune_model_cmd(
         15, "--reps", metavar="N", help="Whole-model repetitions, paired (15)."),
     compile_: bool = typer.Option(True, "--compile/--no-compile",
                                   help="Also time torch.compile(model)."),
+    in_situ: bool = typer.Option(True, "--in-situ/--serve-all",
+                                 help="Serve only the kernels faster inside the model than "
+                                      "eager (timed in place), or every promoted one."),
     operator: Optional[list[str]] = typer.Option(None, "--operator", metavar="NAME",
                                                  help="Operators, as for optimize."),
     workers: Optional[int] = typer.Option(None, "--workers", metavar="N",
@@ -147,7 +150,8 @@ def tune_model_cmd(
         _positive("--reps", reps)
         build_config(None, {k: v for k, v in flags.items() if v is not None})  # bad flags: now
         opts = TuneOptions(top=top, max_evals=max_evals, min_share=min_share,
-                           measure_reps=reps, compile=compile_, flags=flags)
+                           measure_reps=reps, compile=compile_, in_situ=in_situ,
+                           flags=flags)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         with _user_errors():

@@ -70,12 +70,14 @@ def hot_section(spots: list[dict[str, Any]], verdicts: list[dict[str, Any]] | No
         rows.append([h["label"], len(h["instances"]), _pct(h["share"]), _x(h["amdahl_2x"]),
                      _x(h["amdahl_free"]), h.get("name") or f"not extracted: {h.get('error')}",
                      v.get("verdict") or "-", _x(v.get("speedup")),
-                     f"{served['name']} v{served['version']}" if served else "-"])
+                     _x((v.get("in_situ") or {}).get("speedup")),
+                     f"{served['name']} v{served['version']}" if served else
+                     (v.get("not_served") or "-")])
     left_rows = [[r["what"], _pct(r.get("share")), r.get("why")] for r in left]
     return ("<h2>Hot spots</h2>" + _bars([(h["label"], h["share"], f"{_pct(h['share'])}")
                                           for h in spots])
             + _table(["region", "instances", "share", "if 2x", "if free", "problem", "verdict",
-                      "kernel speedup", "served as"], rows)
+                      "kernel speedup", "in the model", "served as"], rows)
             + f"<h2>Left out (the problems cover {_pct(coverage)} of the time)</h2>"
             + _table(["what", "share", "why"], left_rows))
 

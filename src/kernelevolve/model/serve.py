@@ -46,6 +46,7 @@ def promote_safe(workspace: Path, rows: list[dict[str, Any]],
                 try:
                     v["served"] = _promoted(reg, row["run_id"]) or _promote(
                         promote, store, reg, row["run_id"], h["name"])
+                    v["promoted"] = v["served"]  # kept when the in-place check unserves it
                 except RegistryError as exc:
                     v["served"] = None
                     v["message"] = f"not promoted: {exc}"

@@ -34,6 +34,7 @@ class TuneOptions:
     profile_reps: int = 5
     measure_reps: int = 15
     compile: bool = True
+    in_situ: bool = True           # serve only the kernels that pay inside the model
     flags: dict[str, Any] = field(default_factory=dict)   # passed to every search
 
     def key(self) -> str:
@@ -268,6 +269,10 @@ def tune_model(path: Path, workspace: Path, opts: TuneOptions,
                          "`kernelevolve profile` for where the time goes")
     rows = optimise(Path(workspace), out, analysis, opts, on_row, say)
     verdicts = promote_safe(Path(workspace), rows, analysis["hot_spots"])
+    if opts.in_situ:
+        from kernelevolve.model.insitu import check_in_place
+
+        verdicts = check_in_place(mf, Path(workspace), analysis["hot_spots"], verdicts, say=say)
     say("measuring the whole model: eager, patched" + (", torch.compile" if opts.compile else ""))
     figures = measure(mf, Path(workspace), analysis, verdicts, opts)
     model = model_summary(figures)

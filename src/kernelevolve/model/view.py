@@ -40,7 +40,7 @@ def hot_table(spots: list[dict[str, Any]], verdicts: list[dict[str, Any]] | None
     t = Table(title="Hot spots (regions below the modules, by kind)", title_justify="left")
     cols = ["#", "region", "instances", "share", "if 2x", "if free", "problem"]
     if verdicts is not None:
-        cols += ["verdict", "kernel speedup", "served as"]
+        cols += ["verdict", "kernel speedup", "in the model", "served as"]
     for col in cols:
         t.add_column(col, justify="right" if col in ("#", "instances", "share", "if 2x",
                                                      "if free", "kernel speedup") else "left")
@@ -52,7 +52,9 @@ def hot_table(spots: list[dict[str, Any]], verdicts: list[dict[str, Any]] | None
             v = by_kind.get(h["kind"], {})
             served = v.get("served") or {}
             row += [str(v.get("verdict") or "-"), _x(v.get("speedup")),
-                    f"{served['name']} v{served['version']}" if served else "-"]
+                    _x((v.get("in_situ") or {}).get("speedup")),
+                    f"{served['name']} v{served['version']}" if served else
+                    ("not served: slower in the model" if v.get("not_served") else "-")]
         t.add_row(*row)
     return t
 
