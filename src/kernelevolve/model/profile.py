@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -68,6 +69,10 @@ def kind_of(module: Any) -> tuple[str, str]:
     recorded, else the class plus its parameters' shapes and plain attributes."""
     cls = type(module)
     qual = f"{cls.__module__}.{cls.__qualname__}"
+    # a class named like many others (every problem file's `Model`) is shown with its module
+    home = re.sub(r"^ke_(model|problem)_\d+_", "", cls.__module__.rsplit(".", 1)[-1])
+    name = f"{home}.{cls.__name__}" if cls.__name__ in ("Model", "Block", "Layer") else \
+        cls.__name__
     init = None
     try:
         from kernelevolve.model.workload import init_args
@@ -77,7 +82,7 @@ def kind_of(module: Any) -> tuple[str, str]:
     if init is not None:
         args, kwargs = init
         shown = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
-        label = f"{cls.__name__}({', '.join(shown)})"
+        label = f"{name}({', '.join(shown)})"
         key_src = json.dumps([qual, [repr(a) for a in args],
                               {k: repr(v) for k, v in sorted(kwargs.items())}])
     else:
@@ -86,7 +91,7 @@ def kind_of(module: Any) -> tuple[str, str]:
         sig = signature(module)
         state = ", ".join(f"{k}:{'x'.join(map(str, v[0])) or 'scalar'}"
                           for k, v in sig["state"].items() if "." not in k)
-        label = f"{cls.__name__}({state})" if state else f"{cls.__name__}()"
+        label = f"{name}({state})" if state else f"{name}()"
         key_src = json.dumps([qual, sig], sort_keys=True, default=repr)
     return hashlib.sha256(key_src.encode()).hexdigest()[:12], label
 
