@@ -120,13 +120,16 @@ def _drop(name, why, live, failed, baseline) -> None:
     failed[name] = why
 
 
-def _on_cuda(args) -> bool:
-    return any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+def _device(args) -> str:
+    return next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
 
 
 def _now(args) -> float:
-    if _on_cuda(args):  # device work is asynchronous: the clock reads after it finished
-        torch.cuda.synchronize()
+    kind = _device(args)
+    if kind != "cpu":  # device work is asynchronous: the clock reads after it finished
+        sync = getattr(getattr(torch, kind, None), "synchronize", None)
+        if callable(sync):
+            sync()
     return time.perf_counter()
 
 

@@ -37,15 +37,18 @@ TIMING = ("wall clock per module call by forward hooks (CUDA synchronised in eac
 
 
 def _sync_for(model: Any) -> Callable[[], None]:
+    """The device's synchronize for the model's device (a no-op on the CPU): the backend
+    module torch names after the device type (platform-neutral: no vendor named here)."""
     import torch
 
     try:
         device = next(model.parameters()).device
     except (StopIteration, AttributeError):
         device = torch.device("cpu")
-    if device.type == "cuda":
-        return torch.cuda.synchronize
-    return lambda: None
+    if device.type == "cpu":
+        return lambda: None
+    sync = getattr(getattr(torch, device.type, None), "synchronize", None)
+    return sync if callable(sync) else (lambda: None)
 
 
 def signature_of(args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> str:
