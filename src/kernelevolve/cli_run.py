@@ -115,4 +115,6 @@ def _print_outcome(run, outcome: dict, summary: dict, console: Console) -> None:
 
 
 def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt
+    from kernelevolve.interrupts import terminate
+
+    terminate(signum, frame)

@@ -304,4 +304,6 @@ def _report(camp: Any, workspace: Path, json_path: Optional[Path],
 
 
 def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt
+    from kernelevolve.interrupts import terminate
+
+    terminate(signum, frame)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelevolve import interrupts
 from kernelevolve.bench.campaign import Campaign
 from kernelevolve.bench.memory import too_big
 from kernelevolve.bench.metrics import compile_factor
@@ -29,6 +30,7 @@ def run_campaign(camp: Campaign, workspace: Path, flags: dict[str, Any], *,
     started = time.monotonic()
     camp.data["stopped"] = None
     for row in camp.rows:
+        interrupts.check()  # between problems: a swallowed SIGTERM stops here
         if row["status"] in ("done", "skipped", "failed"):
             continue
         if total_time is not None and time.monotonic() - started >= total_time:

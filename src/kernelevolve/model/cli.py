@@ -110,7 +110,9 @@ def extract_cmd(model: Path = MODEL_ARG, top: int = TOP_OPT,
 
 
 def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt
+    from kernelevolve.interrupts import terminate
+
+    terminate(signum, frame)
 
 
 def tune_model_cmd(

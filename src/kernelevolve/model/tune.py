@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelevolve import interrupts
 from kernelevolve.errors import UsageError
 
 ANALYSIS_VERSION = 1
@@ -268,11 +269,13 @@ def tune_model(path: Path, workspace: Path, opts: TuneOptions,
                          f"{opts.min_share:.0%} of the time could be rebuilt); see "
                          "`kernelevolve profile` for where the time goes")
     rows = optimise(Path(workspace), out, analysis, opts, on_row, say)
+    interrupts.check()  # a SIGTERM swallowed by a finalizer stops between the phases
     verdicts = promote_safe(Path(workspace), rows, analysis["hot_spots"])
     if opts.in_situ:
         from kernelevolve.model.insitu import check_in_place
 
         verdicts = check_in_place(mf, Path(workspace), analysis["hot_spots"], verdicts, say=say)
+    interrupts.check()
     say("measuring the whole model: eager, patched" + (", torch.compile" if opts.compile else ""))
     figures = measure(mf, Path(workspace), analysis, verdicts, opts)
     model = model_summary(figures)

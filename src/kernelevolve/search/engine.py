@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
+from kernelevolve import interrupts
 from kernelevolve.errors import InfraError
 from kernelevolve.operators.base import (Draft, Operator, OperatorFailing, ParentView,
                                          ProposalContext, check_operator)
@@ -93,6 +94,7 @@ class SearchEngine:
             self._launch(node)
         reason = None
         while True:
+            interrupts.check()  # a SIGTERM whose KeyboardInterrupt a finalizer swallowed
             self.progress.in_flight = len(self._evals)
             self.progress.elapsed_s = base_elapsed + time.monotonic() - started
             if self.meter is not None:

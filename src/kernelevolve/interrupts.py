@@ -1,0 +1,37 @@
+"""SIGTERM as Ctrl-C, without losing it.
+
+The commands stop on SIGTERM as on Ctrl-C: the handler raises KeyboardInterrupt. Python runs a
+signal handler between bytecodes of the main thread, and when that moment falls inside a
+weakref callback or a finalizer (the garbage collector runs them at any allocation), the
+exception is printed as "Exception ignored in ..." and dropped: the command went on to the end
+(seen: tune-model finished a search, the in-place check and the measurement after a SIGTERM).
+So the handler also records the request, and the long loops call `check()` at their safe
+points (the search engine's loop, between a campaign's problems, between tune-model's phases),
+which raises it again.
+"""
+from __future__ import annotations
+
+_requested = False
+
+
+def terminate(signum: int, frame: object) -> None:
+    """The SIGTERM handler: remember, then interrupt like Ctrl-C."""
+    global _requested
+    _requested = True
+    raise KeyboardInterrupt
+
+
+def requested() -> bool:
+    return _requested
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if a stop was requested (and possibly swallowed) earlier."""
+    if _requested:
+        raise KeyboardInterrupt
+
+
+def clear() -> None:
+    """The stop was handled (the command is exiting, or a caller resumes in-process)."""
+    global _requested
+    _requested = False

@@ -1,0 +1,63 @@
+"""A SIGTERM is never lost: the handler's KeyboardInterrupt can be swallowed when it fires
+inside a weakref callback or a finalizer ("Exception ignored in ..."), so the request is kept
+and the long loops raise it again at their safe points (seen: a tune-model that went on to the
+end after SIGTERM)."""
+from __future__ import annotations
+
+import sys
+import weakref
+from pathlib import Path
+
+import pytest
+
+from kernelevolve import interrupts
+
+PROBLEMS = Path(__file__).resolve().parent / "problems"
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    interrupts.clear()
+    yield
+    interrupts.clear()
+
+
+def test_an_interrupt_raised_in_a_finalizer_is_swallowed_but_kept(monkeypatch):
+    swallowed = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: swallowed.append(u.exc_type))
+
+    class Thing:
+        pass
+
+    thing = Thing()
+    ref = weakref.ref(thing, lambda _r: interrupts.terminate(15, None))
+    del thing  # the callback runs here; Python reports its KeyboardInterrupt and drops it
+    assert ref() is None
+    assert swallowed == [KeyboardInterrupt]  # nothing reached this frame, as in the field
+    assert interrupts.requested()
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.check()
+
+
+@pytest.mark.slow
+def test_the_search_loop_stops_on_a_kept_request(tmp_path):
+    """With a stop requested (and swallowed) before, a search raises KeyboardInterrupt at its
+    loop's next turn and the run is recorded as interrupted, resumable."""
+    import kernelevolve
+    from kernelevolve.run import Run
+
+    interrupts.terminate.__globals__["_requested"] = True  # as if the handler had fired
+    with pytest.raises(KeyboardInterrupt):
+        kernelevolve.optimize(PROBLEMS / "tunable_scale.py",
+                              seeds=[PROBLEMS / "tunable_scale_candidate.py"],
+                              operators=["tune"], max_evals=2, workspace=tmp_path / "ws")
+    from kernelevolve.store import Store
+
+    with Store.open(tmp_path / "ws") as store:
+        (run,) = store.list_runs()
+        assert run.status == "interrupted"
+        assert store.eval_count(run.id) == 0
+    interrupts.clear()
+    resumed = Run.load(run.id, tmp_path / "ws")
+    resumed.execute()
+    assert resumed.record.status == "completed"
