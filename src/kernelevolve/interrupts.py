@@ -11,14 +11,37 @@ which raises it again.
 """
 from __future__ import annotations
 
+import sys
+
 _requested = False
+_hooked = False
 
 
 def terminate(signum: int, frame: object) -> None:
     """The SIGTERM handler: remember, then interrupt like Ctrl-C."""
     global _requested
     _requested = True
+    _quiet_swallowed()
     raise KeyboardInterrupt
+
+
+def _quiet_swallowed() -> None:
+    """A KeyboardInterrupt that a finalizer swallows after a kept request is not reported
+    (Python would print "Exception ignored in ... Traceback" on the user's terminal): it is
+    raised again at the next safe point. Anything else goes to the previous hook."""
+    global _hooked
+    if _hooked:
+        return
+    _hooked = True
+    previous = sys.unraisablehook
+
+    def hook(unraisable: object) -> None:
+        exc_type = getattr(unraisable, "exc_type", None)
+        if _requested and isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt):
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def requested() -> bool:
