@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from kernelevolve.errors import UsageError
+from kernelevolve.model.profile import device_sync
 
 _RESAMPLES = 2000
 
@@ -125,11 +126,7 @@ def _device(args) -> str:
 
 
 def _now(args) -> float:
-    kind = _device(args)
-    if kind != "cpu":  # device work is asynchronous: the clock reads after it finished
-        sync = getattr(getattr(torch, kind, None), "synchronize", None)
-        if callable(sync):
-            sync()
+    device_sync(_device(args))()  # device work is asynchronous: read the clock after it
     return time.perf_counter()
 
 

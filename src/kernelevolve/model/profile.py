@@ -45,9 +45,14 @@ def _sync_for(model: Any) -> Callable[[], None]:
         device = next(model.parameters()).device
     except (StopIteration, AttributeError):
         device = torch.device("cpu")
-    if device.type == "cpu":
-        return lambda: None
-    sync = getattr(getattr(torch, device.type, None), "synchronize", None)
+    return device_sync(device.type)
+
+
+def device_sync(kind: str) -> Callable[[], None]:
+    """The synchronize of torch's backend module named after a device type; a no-op on cpu."""
+    import torch
+
+    sync = None if kind == "cpu" else getattr(getattr(torch, kind, None), "synchronize", None)
     return sync if callable(sync) else (lambda: None)
 
 
