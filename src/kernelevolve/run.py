@@ -25,7 +25,7 @@ from kernelevolve.operators.registry import OperatorDeps, make_operators
 from kernelevolve.problem import load_problem
 from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
-from kernelevolve.search.baselines import compile_known, figures
+from kernelevolve.search.baselines import compile_known, figures, fitness_for
 from kernelevolve.errors import InfraError
 from kernelevolve.search.engine import STOPPED_BY_FAILURES, EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
@@ -138,6 +138,9 @@ class Run:
             if rec.status == "done":
                 result = self.store.evaluation(self.id, rec.id) or {}
                 node.meta["reason"] = (result.get("reason") or "")[:2000]
+                fitness = fitness_for(result, self.config.baseline)
+                if fitness is not None:  # one baseline, also for runs stored before it was so
+                    node.fitness = fitness
                 node.sol_fraction = result.get("sol_fraction")
             graph.add(node)
         return graph
@@ -327,8 +330,8 @@ class Run:
         options = None
         if self._wants_compile_figures():
             # The run's one torch.compile measurement (search/baselines.py), for the prompts.
-            self._compile_pending, options = True, self._options(self.config.search_timing,
-                                                                 "compile")
+            self._compile_pending = True
+            options = self._options(self.config.search_timing, time_compile=True)
         try:
             result = (await executor.evaluate(problem, path, options)).to_dict()
         finally:
@@ -338,9 +341,9 @@ class Run:
             self._compile_done = True
         return result
 
-    def _options(self, timing, baseline: str | None = None) -> EvalOptions:
+    def _options(self, timing, time_compile: bool = False) -> EvalOptions:
         cfg = self.config
-        return EvalOptions(timing=timing, baseline=baseline or cfg.baseline,
+        return EvalOptions(timing=timing, baseline=cfg.baseline, time_compile=time_compile,
                            integrity=IntegrityPolicy(allow_no_kernel=cfg.allow_no_kernel,
                                                      strict=cfg.strict))
 

@@ -51,8 +51,8 @@ def _evaluator(flags: dict[str, Any]):
     if cfg.executor != "local":
         raise UsageError("--draft evaluates on this machine: drop --executor ray, or pass "
                          "--search to optimize each problem on the cluster")
-    baseline = "compile" if flags.get("time_compile") else "eager"
-    options = EvalOptions(timing=cfg.search_timing, baseline=baseline,
+    options = EvalOptions(timing=cfg.search_timing, baseline=cfg.baseline,
+                          time_compile=bool(flags.get("time_compile")),
                           integrity=IntegrityPolicy(allow_no_kernel=cfg.allow_no_kernel,
                                                     strict=cfg.strict))
     limits = Limits(stage_timeout_s=cfg.stage_timeout) if cfg.stage_timeout else None

@@ -41,7 +41,10 @@ class EvalOptions:
     post_trials: int = 2            # fresh-input trials re-checked after timing
     timing_sets: int = 3            # rotating input sets per case during timing
     seed: int | None = None         # None: fresh random seeds every evaluation
-    baseline: str = "eager"
+    baseline: str = "eager"         # what fitness is relative to
+    time_compile: bool = False      # also time torch.compile (always with baseline "compile");
+                                    # its speedup is its own figure, never fitness unless it is
+                                    # the baseline
     static_rules: bool = True       # tests turn the static integrity rules off to prove that
                                     # the runtime defences hold on their own
     inspect_libraries: bool = True  # ...and the compiled-library inspection (native_inspect.py)
@@ -57,6 +60,10 @@ class EvalOptions:
     # `partial` and never become search nodes.
     only_cases: tuple[str, ...] = ()
     stop_after: str | None = None
+
+    @property
+    def times_compile(self) -> bool:
+        return self.baseline == "compile" or self.time_compile
 
     def validate(self) -> None:
         if self.trials < 3:
@@ -386,7 +393,9 @@ class _Run:
         measure = self.ev.pool.run("measure", {
             **self._params(timed_cases), "seeds": self.post_seeds,
             "timing_seeds": self._draw(self.opts.timing_sets, timed_cases),
-            "timing": asdict(self.opts.timing), "baseline": self.opts.baseline,
+            "timing": asdict(self.opts.timing),
+            # the measure job's "baseline": "compile" means "time torch.compile here too"
+            "baseline": "compile" if self.opts.times_compile else "eager",
             "measurement": self.opts.measurement})
         self._keep_logs("measure", measure)
         if measure.status != "ok":

@@ -37,3 +37,12 @@ def compile_known(facts: dict[str, Any]) -> bool:
     rows = facts.get("cases") or {}
     return bool(facts.get("compile_error")) or (
         bool(rows) and all("compile_ms" in row for row in rows.values()))
+
+
+def fitness_for(result: dict[str, Any], baseline: str) -> float | None:
+    """An accepted result's fitness relative to the run's baseline (None when not accepted or
+    not timed against it). Runs stored before the first evaluation kept its speedup over eager
+    apart from its speedup over torch.compile stored the latter as fitness; this realigns them."""
+    if not result.get("accepted"):
+        return None
+    return result.get("compile_speedup" if baseline == "compile" else "speedup")
