@@ -5,7 +5,14 @@ examples/softmax (CPU, C++): the first draft (nothing evaluated yet), a later dr
 evaluations: two drafts, a tuned child, a rejected edit and a regression) and an improvement of
 the best node. No model is called: a recording client captures each prompt and answers nothing.
 
-    python benchmarks/prompt_sizes.py [--json] [--show draft2|improve|draft1]
+Agent mode (`--agent`, row "agent turn 4"): the same improvement as a tool conversation of four
+turns, scripted: time(A); check(B) and time(B); time(C) and profile(); the size is what turn 4
+sends, the system prompt, the user prompt, the transcript (tool calls' arguments and results)
+and the tool specs. Each variant changes one line of the parent; the scripted model sends
+SEARCH/REPLACE edits where the tools' `source` accepts them against the last source, the whole
+module otherwise. Tool results come from canned evaluation results (no harness runs).
+
+    python benchmarks/prompt_sizes.py [--json] [--show draft2|improve|draft1|agent]
 
 Sizes are characters and approximate tokens (characters / 4). Run it on two commits to compare.
 """
@@ -113,8 +120,53 @@ def _memory(graph, results) -> str:
 
 def build_prompts() -> dict[str, tuple[str, str]]:
     from kernelevolve.knowledge import default_index
-    from kernelevolve.operators.base import ParentView, ProposalContext
     from kernelevolve.operators.llm import LLMOperator
+
+    graph, results, sources, builder, fp = _setup()
+    out, seen_meta = {}, []
+    for label, parent_id, evaluated in (("draft1", None, False), ("draft2", None, True),
+                                        ("improve", 4, True)):
+        client = RecordingClient()
+        op = LLMOperator(client, builder, default_index())
+        ctx = _context(graph, results, sources, fp, parent_id, evaluated, seen_meta)
+        drafts = asyncio.run(op.propose(ctx))
+        seen_meta += [d.meta for d in drafts]
+        out[label] = client.prompts[0]
+    return out
+
+
+def _context(graph, results, sources, fp, parent_id, evaluated, seen_meta):
+    from kernelevolve.operators.base import ParentView, ProposalContext
+    from kernelevolve.search.graph import SearchGraph
+
+    parents = ()
+    if parent_id is not None:
+        node = graph.get(parent_id)
+        parents = (ParentView(node_id=node.id, source=sources[node.id], fitness=node.fitness,
+                              stage=node.stage, reason=node.meta["reason"], meta={},
+                              result=results[node.id]),)
+    ctx_graph = graph if evaluated else SearchGraph()
+    memory = _memory(ctx_graph, results) if evaluated else ""
+    fields = ProposalContext.__dataclass_fields__
+    extra = {}
+    if "earlier_drafts" in fields and evaluated and not parents:
+        extra["earlier_drafts"] = tuple(
+            ParentView(node_id=n.id, source=sources[n.id], fitness=n.fitness, stage=n.stage,
+                       reason=n.meta["reason"], meta={"change": n.rationale.split(": ", 2)[-1]},
+                       result=results[n.id])
+            for n in graph.evaluated() if n.parents == (0,))
+    if "facts" in fields and evaluated:
+        extra["facts"] = {"baseline": "eager", "baselines": {"cases": {
+            name: {"eager_ms": ms, "compile_ms": ms * 0.9, "bytes_moved": BYTES[name],
+                   "flops": 0, "sol_ms": BYTES[name] / 21.2e6, "sol_bound": "memory"}
+            for name, ms in EAGER_MS.items()}}}
+    return ProposalContext(problem_path=str(PROBLEM), problem_source=PROBLEM.read_text(),
+                           platform="cpu", parents=parents, seen_hashes=frozenset(),
+                           seen_meta=tuple(seen_meta), rng_seed=0, want=1, memory=memory,
+                           fingerprint=fp, **extra)
+
+
+def _setup():
     from kernelevolve.operators.prompt import PromptBuilder
 
     graph, results, sources = scenario()
@@ -129,42 +181,69 @@ def build_prompts() -> dict[str, tuple[str, str]]:
                          "peak_gflops": {"float32": {"gflops": 90.9, "how": "torch.mm 1024^3"}}}
     except ImportError:  # older commits
         pass
-    out, seen_meta = {}, []
-    for label, parent_id, evaluated in (("draft1", None, False), ("draft2", None, True),
-                                        ("improve", 4, True)):
-        client = RecordingClient()
-        op = LLMOperator(client, builder, default_index())
-        parents = ()
-        if parent_id is not None:
-            node = graph.get(parent_id)
-            parents = (ParentView(node_id=node.id, source=sources[node.id], fitness=node.fitness,
-                                  stage=node.stage, reason=node.meta["reason"], meta={},
-                                  result=results[node.id]),)
-        from kernelevolve.search.graph import SearchGraph
+    return graph, results, sources, builder, fp
 
-        ctx_graph = graph if evaluated else SearchGraph()
-        memory = _memory(ctx_graph, results) if evaluated else ""
-        fields = ProposalContext.__dataclass_fields__
-        extra = {}
-        if "earlier_drafts" in fields and evaluated and not parents:
-            extra["earlier_drafts"] = tuple(
-                ParentView(node_id=n.id, source=sources[n.id], fitness=n.fitness, stage=n.stage,
-                           reason=n.meta["reason"], meta={"change": n.rationale.split(": ", 2)[-1]},
-                           result=results[n.id])
-                for n in graph.evaluated() if n.parents == (0,))
-        if "facts" in fields and evaluated:
-            extra["facts"] = {"baseline": "eager", "baselines": {"cases": {
-                name: {"eager_ms": ms, "compile_ms": ms * 0.9, "bytes_moved": BYTES[name],
-                       "flops": 0, "sol_ms": BYTES[name] / 21.2e6, "sol_bound": "memory"}
-                for name, ms in EAGER_MS.items()}}}
-        ctx = ProposalContext(problem_path=str(PROBLEM), problem_source=PROBLEM.read_text(),
-                              platform="cpu", parents=parents, seen_hashes=frozenset(),
-                              seen_meta=tuple(seen_meta), rng_seed=0, want=1, memory=memory,
-                              fingerprint=fp, **extra)
-        drafts = asyncio.run(op.propose(ctx))
-        seen_meta += [d.meta for d in drafts]
-        out[label] = client.prompts[0]
-    return out
+
+# (search, replace) of the agent's three variants, each one line of the parent
+VARIANTS = (("#pragma omp simd reduction(max:m)", "#pragma omp simd reduction(max:m) simdlen(16)"),
+            ("#pragma omp parallel if (rows * cols >= PARALLEL_MIN_ELEMENTS)",
+             "#pragma omp parallel if (rows * cols >= 2 * PARALLEL_MIN_ELEMENTS)"),
+            ("return p * scale;", "return scale * p;"))
+
+
+class ScriptedAgent:
+    """A converse() client for four turns of tool calls; keeps what each turn sent."""
+
+    def __init__(self, parent_source: str):
+        self.source, self.sent = parent_source, []
+
+    async def converse(self, system, messages, tool_specs, turn=0):
+        from types import SimpleNamespace
+
+        from kernelevolve.llm.tools import ToolCall
+
+        self.sent.append((system, [dict(m) for m in messages], tool_specs))
+        spec = next(t for t in tool_specs if t.name == "time")
+        edits = "SEARCH/REPLACE" in json.dumps(spec.parameters)
+        args = []
+        for search, replace in VARIANTS[:min(turn, 3)][-1:]:
+            self.source = self.source.replace(search, replace, 1)
+            args.append({"source": (f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n"
+                                    ">>>>>>> REPLACE\n") if edits else self.source})
+        plans = {1: [("time", args[0])],
+                 2: [("check", {**args[0], "case": "tail_131x999"}), ("time", args[0])],
+                 3: [("time", args[0]), ("profile", {})]}
+        calls = [ToolCall(f"call_{turn}_{i}", name, a)
+                 for i, (name, a) in enumerate(plans.get(turn, [("submit", {
+                     "source": self.source, "rationale": "Change: done"})]))]
+        return SimpleNamespace(text="", tool_calls=calls, model="recorder", tools_mode="native")
+
+
+def agent_prompt() -> tuple[str, str, str, str]:
+    """(system, user, transcript, tool specs) as sent at turn 4 of the scripted conversation."""
+    from kernelevolve.knowledge import default_index
+    from kernelevolve.operators.agent import AgentSettings
+    from kernelevolve.operators.llm import LLMOperator
+
+    graph, results, sources, builder, fp = _setup()
+    canned = {**results[4], "measured": True, "speedup_ci": [1.25, 1.35]}
+    for c in canned["cases"]:
+        c.update(speedup_ci=[c["speedup"] * 0.95, c["speedup"] * 1.05],
+                 cand_timing={"median_ms": c["cand_ms"], "n": 40})
+
+    async def evaluate(source, tool, only_cases, stop_after, timing=None):
+        return {**canned, "cases": [c for c in canned["cases"] if c["name"] in only_cases]}
+
+    client = ScriptedAgent(sources[4])
+    op = LLMOperator(client, builder, default_index(),
+                     agent=AgentSettings(evaluate=evaluate, turns=6))
+    asyncio.run(op.propose(_context(graph, results, sources, fp, 4, True, [])))
+    system, messages, specs = client.sent[3]
+    user, rest = messages[0]["content"], messages[1:]
+    transcript = json.dumps(rest, indent=None, default=str)
+    tools = json.dumps([{"name": t.name, "description": t.description,
+                         "parameters": t.parameters} for t in specs])
+    return system, user, transcript, tools
 
 
 def sections(user: str) -> list[tuple[str, int]]:
@@ -183,8 +262,11 @@ def sections(user: str) -> list[tuple[str, int]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--show", choices=("draft1", "draft2", "improve"))
+    ap.add_argument("--show", choices=("draft1", "draft2", "improve", "agent"))
     args = ap.parse_args(argv)
+    if args.show == "agent":
+        print("\n-----\n".join(agent_prompt()))
+        return 0
     prompts = build_prompts()
     if args.show:
         system, user = prompts[args.show]
@@ -192,12 +274,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = {label: {"system": len(s), "user": len(u), "sections": dict(sections(u))}
              for label, (s, u) in prompts.items()}
+    system, user, transcript, tools = agent_prompt()
+    table["agent turn 4"] = {"system": len(system), "user": len(user),
+                             "transcript": len(transcript), "tools": len(tools), "sections": {}}
     if args.json:
         print(json.dumps(table, indent=2))
         return 0
     for label, row in table.items():
-        total = row["system"] + row["user"]
-        print(f"{label}: system {row['system']} + user {row['user']} = {total} chars "
+        extra = row.get("transcript", 0) + row.get("tools", 0)
+        total = row["system"] + row["user"] + extra
+        more = (f" + transcript {row['transcript']} + tool specs {row['tools']}"
+                if "transcript" in row else "")
+        print(f"{label}: system {row['system']} + user {row['user']}{more} = {total} chars "
               f"(~{total // 4} tokens)")
         for title, size in row["sections"].items():
             print(f"    {size:6d}  {title}")

@@ -240,3 +240,103 @@ def test_restricted_evaluations_are_validated(evaluator, tmp_path):
     assert result["partial"] == {"only_cases": ["tail_1001"], "stopped_after": "integrity"}
     assert [c["name"] for c in result["cases"]] == ["tail_1001"]
     assert result["cases"][0]["correct"] is True
+
+
+def _edit(search: str, replace: str) -> str:
+    return f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
+
+
+FIRST_EDIT = _edit("y[i] = 2.0f * x[i] + 1.0f;", "y[i] = x[i] + x[i] + 1.0f;")
+SECOND_EDIT = _edit("x = x.contiguous()", "x = x.contiguous()  # one pass")
+THIRD_EDIT = _edit("y = torch.empty_like(x)", "y = torch.empty_like(x)  # no temporaries")
+
+
+def paired_script(request: dict):
+    """A draft submits GOOD; the improvement of it times an edit against the parent, then
+    an edit against that edited source, then submits a third edit."""
+    from llm_servers import prompt_of
+
+    turn = 1 + sum(1 for m in request["messages"] if m.get("role") == "assistant")
+    if "## Parent candidate" not in prompt_of(request):
+        return Reply(text="", tool_calls=[_call("submit", source=GOOD,
+                                                rationale="Change: a C++ loop")])
+    calls = {1: [_call("time", source=FIRST_EDIT, case="n4096"), _call("profile")],
+             2: [_call("time", source=SECOND_EDIT, case="n4096")],
+             3: [_call("submit", source=THIRD_EDIT, rationale="Change: x+x instead of 2x. "
+                       + "A long rationale that must reach the record whole. " * 8 + "END")]}
+    return Reply(text="", tool_calls=calls.get(turn, calls[3]), tokens_in=100, tokens_out=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_paired_time_edits_against_the_last_source_and_tool_traffic_in_show(tmp_path,
+                                                                             provider):
+    import re
+
+    import kernelevolve.operators.agent_timing as timing
+
+    ws = tmp_path / "ws"
+    with ScriptedServer(handler=paired_script) as server:
+        proc, summary = optimize(server, ws, provider, "--policy", "greedy", evals=2)
+        requests = [r for r in server.requests if "## Parent candidate" in r.prompt]
+    assert len(requests) == 3, [r.prompt[:200] for r in server.requests]
+    # The system prompt fits tool use: no single-python-block answer format.
+    system = requests[0].json.get("system") or requests[0].json["messages"][0]["content"]
+    system = system if isinstance(system, str) else json.dumps(system)
+    assert "## Tools (agent mode)" in system and "SEARCH/REPLACE edits applied to the LAST" in system
+    assert "single ```python" not in system and "ONE complete Python module" not in system
+    assert "Begin your answer with" not in system
+    # Turn 1: time, paired with the parent (timed again, interleaved), then profile after it.
+    timed, profiled = [text for _, text in requests[1].tool_results]
+    assert "verdict: passed" in timed, timed
+    assert re.search(r"case n4096: [\d.]+x over eager \[[\d.]+-[\d.]+\]", timed), timed
+    assert re.search(r"candidate / the parent \(node 1\): [\d.]+x \[[\d.]+-[\d.]+\]: ", timed)
+    assert re.search(r"measured: candidate \d+ batches \(\d+ calls\); the parent \(node 1\) "
+                     r"\d+ batches", timed), timed
+    assert "nothing timed yet" not in profiled and "case n4096 figures:" in profiled
+    assert "candidate / the parent (node 1)" in profiled  # what that time measured
+    # Turn 2: the edit applied to the LAST source (the first edit's result), paired with it.
+    second = requests[2].tool_results[-1][1]
+    assert "verdict: passed" in second, second
+    assert "candidate / your candidate of time call 1:" in second, second
+    nodes = {n["id"]: n for n in summary["nodes"]}
+    from kernelevolve.store import Store
+
+    store = Store.open(ws)
+    source = store.source(summary["run_id"], 2)
+    assert "x[i] + x[i]" in source and "# one pass" in source and "# no temporaries" in source
+    assert nodes[2]["stage"] == "accepted"
+    # What was evaluated: each `time` ran the base and the candidate in turn, with the
+    # paired timing settings; the base of the second is the first's candidate.
+    tools = [t for t in events(ws, summary["run_id"], "tool_evaluation") if t["tool"] == "time"]
+    parent_hash = hashlib_of(GOOD)
+    first_edit = hashlib_of(GOOD.replace("2.0f * x[i]", "x[i] + x[i]"))
+    hashes = [t["source_hash"] for t in tools]
+    assert hashes[:2] == [parent_hash, first_edit], hashes
+    assert parent_hash in hashes[2:4] and hashes.count(first_edit) >= 2
+    assert all(t["timing"] == timing.TIMING for t in tools)
+    # The transcript holds the edits, not a module per call.
+    sent = json.dumps(requests[2].json)  # the prompt, the tool calls' arguments, the results
+    assert sent.count("_lib.affine.restype = None") == 1, sent  # the parent's, in the prompt
+    assert "y[i] = x[i] + x[i] + 1.0f;" in sent  # the edit, as sent
+    # The whole rationale is kept, and the tool traffic shows in `show` and the report.
+    traffic, = [e for e in events(ws, summary["run_id"], "agent_tools") if e["parent"] == 1]
+    assert traffic["rationale"].endswith("END") and traffic["outcome"] == "submitted"
+    shown = run_cli("show", summary["run_id"], "--workspace", str(ws))
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "agent tool calls:" in out, out
+    assert "proposal" in out and "from node 1, 3 turn(s), 4 call(s) -> node 2" in out, out
+    assert re.search(r"time n4096: passed; [\d.]+x over eager \[[\d.]+-[\d.]+\]; [\d.]+x the "
+                     r"parent \(node 1\) \[[\d.]+-[\d.]+\]; [\d.]+ s", out), out
+    assert "profile n4096: passed" in out and "END" in out, out
+    html = tmp_path / "r.html"
+    assert run_cli("report", summary["run_id"], "--workspace", str(ws), "--html",
+                   str(html)).returncode == 0
+    assert "Agent tool calls" in html.read_text() and "time n4096: passed" in html.read_text()
+
+
+def hashlib_of(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -290,26 +290,30 @@ class Run:
         """The LLM's tool loop (`--agent`): tool evaluations go through the same executor (so
         the same sandbox and gates) as nodes, restricted to one case; each is recorded as a
         `tool_evaluation` event, never becomes a node and never counts toward --max-evals."""
+        from kernelevolve.harness.timing import TimingPolicy
         from kernelevolve.operators.agent import AgentSettings
 
         budgets = self.config.budgets
         folder = self._dir() / "tools"
 
-        async def evaluate(source: str, tool: str, only_cases: tuple,
-                           stop_after: str | None) -> dict[str, Any]:
+        async def evaluate(source: str, tool: str, only_cases: tuple, stop_after: str | None,
+                           timing: dict[str, Any] | None = None) -> dict[str, Any]:
             digest = hashlib.sha256(source.encode()).hexdigest()
             path = folder / f"{digest[:16]}.py"
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(source)
             options = dataclasses.replace(self._search_options, only_cases=tuple(only_cases),
                                           stop_after=stop_after)
+            if timing:  # the agent's paired `time` (operators/agent_timing.py)
+                options = dataclasses.replace(options, timing=TimingPolicy(**timing))
             try:
                 result = (await executor.evaluate(problem, path, options)).to_dict()
             except (InfraError, UsageError) as exc:
                 result = {"error": str(exc)}
             self.store.add_event(self.id, "tool_evaluation", {
                 "tool": tool, "source_hash": digest, "path": str(path),
-                "only_cases": list(only_cases), "stop_after": stop_after, "result": result})
+                "only_cases": list(only_cases), "stop_after": stop_after, "timing": timing,
+                "result": result})
             return result
 
         def over_budget() -> str | None:

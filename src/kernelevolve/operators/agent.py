@@ -10,6 +10,9 @@ budget, ends as a `generation_failure` event: the proposal yields nothing, the r
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
+import re
 from dataclasses import dataclass
 from string import Template
 from typing import Any, Callable
@@ -22,6 +25,9 @@ from kernelevolve.operators.reply import GenerationFailure, parse_reply
 DEFAULT_TURNS = 6
 LAST_TURN = ("\n\n(This is your last turn: call submit with your best candidate now, or answer "
              "with it in a ```python block.)")
+SUPERSEDED = "(a whole module sent earlier, replaced by a later one: edits apply to the last)"
+RATIONALE_CHARS = 2000  # the submit rationale kept whole in the node's meta and the event
+_PROPOSALS = itertools.count(1)
 
 
 @dataclass
@@ -42,11 +48,10 @@ async def propose(op: Any, settings: AgentSettings, ctx: ProposalContext,
     from kernelevolve.llm import LLMError
 
     cases = [c.name for c in op.builder.problem.cases]
-    system = system.rstrip() + "\n\n" + Template(template("agent")).safe_substitute(
-        turns=settings.turns, cases=", ".join(f"`{c}`" for c in cases),
-        default_case=f"`{cases[0]}`")
+    system = agent_system(system, settings.turns, cases)
     tools = AgentTools(settings.evaluate, op.index, cases, parent)
     where = {"parent": parent.node_id if parent else None}
+    proposal = next(_PROPOSALS)
     messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
     model, mode, turn = "", None, 0
     try:
@@ -61,8 +66,13 @@ async def propose(op: Any, settings: AgentSettings, ctx: ProposalContext,
             done = await _turn(tools, messages, reply, parent, last=turn == settings.turns - 1)
             if done is not None:
                 source, rationale = done
-                draft = op.make_draft(parent, source, rationale, model, notes, given)
-                draft.meta["agent"] = {"turns": turn, "tools": tools.used, "tools_mode": mode}
+                draft = op.make_draft(parent, source, rationale[:400], model, notes, given)
+                draft.meta["agent"] = {"turns": turn, "tools": tools.used, "tools_mode": mode,
+                                       "rationale": rationale, "proposal": proposal}
+                ctx.report("agent_tools", {**where, "proposal": proposal, "turns": turn,
+                                           "outcome": "submitted", "calls": tools.log,
+                                           "rationale": rationale, "source_hash": hashlib.sha256(
+                                               source.encode()).hexdigest()})
                 return Draft(draft.source, draft.parents, draft.operator,
                              draft.rationale.replace("llm ", "llm agent ", 1), draft.meta)
             reason = settings.over_budget()
@@ -73,35 +83,75 @@ async def propose(op: Any, settings: AgentSettings, ctx: ProposalContext,
     except _Failed as exc:
         ctx.report("generation_failure", {**where, "reason": str(exc), "model": model,
                                           "agent_turns": turn, "tools": tools.used})
+        ctx.report("agent_tools", {**where, "proposal": proposal, "turns": turn,
+                                   "outcome": "failed", "reason": str(exc), "calls": tools.log})
         return None
+
+
+def agent_system(system: str, turns: int, cases: list[str]) -> str:
+    """The plain system prompt without its answer format, then the tools (agent.md)."""
+    for name in ("answer-edit", "answer-module"):
+        system = system.replace(template(name).strip(), "")
+    # "Begin your answer with `Change:` ... then the code": in agent mode that is submit's
+    # rationale (agent.md), not the shape of every reply
+    system = re.sub(r"\n\s*Begin your answer with[^\n]*(\n[^\n]+)*", "", system)
+    return system.rstrip() + "\n\n" + Template(template("agent")).safe_substitute(
+        turns=turns, cases=", ".join(f"`{c}`" for c in cases), default_case=f"`{cases[0]}`")
 
 
 async def _turn(tools: AgentTools, messages: list[dict[str, Any]], reply: Any,
                 parent: ParentView | None, last: bool) -> tuple[str, str] | None:
-    """Run one reply's tool calls, appending to the transcript; (source, rationale) to end."""
+    """Run one reply's tool calls, appending to the transcript; (source, rationale) to end.
+    Calls run in order, except that a `profile` without a source runs after the reply's
+    `time` calls (it asks about what was timed); results go back in the order asked."""
     calls = list(reply.tool_calls)
     if not calls:  # a plain final reply: it must hold the candidate
         try:
-            return parse_reply(reply.text, parent.source if parent else None)
+            return parse_reply(reply.text, tools.last_source)
         except GenerationFailure as exc:
             raise _Failed(f"agent loop: a final reply without a candidate ({exc})") from None
+    _shorten_modules(messages, calls)
     messages.append({"role": "assistant", "content": reply.text,
                      "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
                                     for c in calls]})
-    for call in calls:
+    results: dict[int, str] = {}
+    timed = any(c.name == "time" for c in calls)
+    later = [i for i, c in enumerate(calls) if timed and c.name == "profile"
+             and not (c.arguments or {}).get("source")]
+    for i in [i for i in range(len(calls)) if i not in later] + later:
+        call = calls[i]
         if call.name == "submit" and not call.error:
             try:
                 source = tools.source_of(call.arguments)
             except GenerationFailure as exc:
-                result = f"error: {exc}; nothing was submitted"
-            else:
-                tools.used.append("submit")
-                rationale = str(call.arguments.get("rationale") or "").strip()
-                return source, " ".join(rationale.split())[:400]
-        else:
-            result = await tools.call(call)
+                results[i] = f"error: {exc}; nothing was submitted"
+                tools.log.append({"tool": "submit", "verdict": "error", "error": str(exc)[:200]})
+                continue
+            tools.used.append("submit")
+            tools.log.append({"tool": "submit", "verdict": "submitted"})
+            rationale = str(call.arguments.get("rationale") or "").strip()
+            return source, " ".join(rationale.split())[:RATIONALE_CHARS]
+        results[i] = await tools.call(call)
+    for i, call in enumerate(calls):
         messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
-                         "content": result})
+                         "content": results[i]})
     if last:
         messages[-1]["content"] += LAST_TURN
     return None
+
+
+def _shorten_modules(messages: list[dict[str, Any]], calls: list[Any]) -> None:
+    """When this reply sends a whole module, earlier whole-module arguments are shortened:
+    edits apply to the last source, so the transcript needs one module, not one per call."""
+    if not any(_whole(c.arguments) for c in calls):
+        return
+    for k, message in enumerate(messages):  # new objects: recorded transcripts stay as sent
+        if any(_whole(c.get("arguments")) for c in message.get("tool_calls") or []):
+            messages[k] = {**message, "tool_calls": [
+                {**c, "arguments": {**c["arguments"], "source": SUPERSEDED}}
+                if _whole(c.get("arguments")) else c for c in message["tool_calls"]]}
+
+
+def _whole(args: Any) -> bool:
+    text = args.get("source") if isinstance(args, dict) else None
+    return isinstance(text, str) and "ModelNew" in text and "<<<<<<<" not in text

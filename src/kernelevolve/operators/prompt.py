@@ -167,8 +167,10 @@ class PromptBuilder:
             lines.append(f"| {name} | {_num(eager)} | {_num(comp)} | {_num(best)}{which} |")
         if figures.get("compile_error"):
             lines.append(f"torch.compile could not be timed: {figures['compile_error'][:200]}")
-        elif not all("compile_ms" in r for r in rows.values()):
-            lines.append("(torch.compile not timed in this run)")
+        elif not all("compile_ms" in r for r in rows.values()):  # say which, when some were
+            missing = [name for name, r in rows.items() if "compile_ms" not in r]
+            lines.append("(torch.compile not timed in this run)" if len(missing) == len(rows)
+                         else f"(torch.compile not timed for {', '.join(missing)})")
         return "\n".join(lines)
 
     def _earlier_drafts(self, drafts: tuple[ParentView, ...]) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevolve.report.summary import failure_line, measurement_notes
+from kernelevolve.report.tool_traffic import traffic_html
 from kernelevolve.report.svg import (STAGE_COLORS, esc, fmt_x, funnel_svg, legend, node_kind,
                                      trajectory_svg, tree_svg)
 
@@ -310,6 +311,9 @@ def render_html(summary: dict) -> str:
         if s.get("synth_coverage") else "",
         _section("All nodes", _nodes_table(nodes, best_id) or
                  '<p class="muted">No nodes.</p>', "nodes"),
+        _section("Agent tool calls", traffic_html(s["tool_traffic"], esc), "tools",
+                 "per proposal: each call's case, verdict, speedup and interval, seconds")
+        if s.get("tool_traffic") else "",
         _section("Cost by model", _kv_table(by_model, "No LLM calls."), "cost") if by_model else "",
         _section("Machine", "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in s["machine"])
                  + "</ul>", "machine", "measured where the kernels were timed")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelevolve.platforms.machine_facts import machine_lines
+from kernelevolve.report.tool_traffic import tool_traffic
 
 STAGE_KEYS = ("static", "load", "run", "correctness", "integrity", "timing")
 # Speed-of-light fields of a case (types.CaseResult, harness/roofline.py)
@@ -59,6 +60,7 @@ def run_summary(run: Any) -> dict[str, Any]:
         "synth_coverage": _synth_coverage(store, run.id, nodes),
         "operators": operators_used(rec.config or {}, nodes),
         "baselines": _baselines(store, run.id),
+        "tool_traffic": tool_traffic(store, run.id),  # the agent's tools, per proposal
     }
 
 
