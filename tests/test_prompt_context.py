@@ -1,5 +1,6 @@
-"""What every LLM prompt carries: the run's history table, earlier drafts, baselines, machine facts,
-speed of light, whole knowledge sections given once, the target language's contract only.
+"""What every LLM prompt carries: the run's history table, a failed draft's repair, baselines,
+machine facts, speed of light, whole knowledge sections (in every prompt: each call is a fresh
+conversation), the target language's contract only.
 
 The end-to-end tests run real searches against local servers speaking the real OpenAI and
 Anthropic protocols (tests/llm_servers.py) and assert on the prompts as they went over the wire.
@@ -15,6 +16,7 @@ from conftest import CORPUS, EXAMPLES, example, run_cli
 from llm_servers import ScriptedServer, prompt_of
 
 from kernelevolve.knowledge import default_index
+from kernelevolve.knowledge.applies import ProblemFacts
 from kernelevolve.knowledge.sections import choose, off_target, split
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.memory import history_table
@@ -84,8 +86,8 @@ def _hits(query: str, language: str):
 def test_sections_are_whole_and_fit_the_target():
     hits = _hits("softmax row exp reduction accumulation precision tails", "cpp")
     assert hits
-    sections, _ = choose(hits, language="cpp", dtypes={"float32"}, terms=["softmax", "exp"],
-                         budget_chars=2400)
+    facts = ProblemFacts(frozenset({"softmax"}), frozenset({"float32"}), "cpu", "cpp")
+    sections = choose(hits, facts=facts, terms=["softmax", "exp"], budget_chars=2400)
     assert sections and sum(len(s.text) for s in sections) <= 2400
     for s in sections:
         body = next(h.note.body for h in hits if h.note.id == s.note_id)
@@ -109,20 +111,19 @@ def test_off_target_reasons():
     assert off_target(triton, "triton", {"float32"}) is None
 
 
-def test_a_section_given_once_is_named_by_title_later():
+def test_every_prompt_chooses_its_sections_afresh():
+    """No "given earlier, not repeated": a stateless model sees each prompt alone."""
     hits = _hits("softmax exp", "cpp")
-    first, _ = choose(hits, language="cpp", dtypes={"float32"}, terms=["softmax"],
-                      budget_chars=100_000)
-    shown = {s.key for s in first}
-    again, titles_only = choose(hits, language="cpp", dtypes={"float32"}, terms=["softmax"],
-                                budget_chars=100_000, shown=shown)
-    assert again == [] and {h.note.id for h in titles_only} == {s.note_id for s in first}
+    facts = ProblemFacts(frozenset({"softmax"}), frozenset({"float32"}), "cpu", "cpp")
+    first = choose(hits, facts=facts, terms=["softmax"], budget_chars=100_000)
+    assert first and choose(hits, facts=facts, terms=["softmax"], budget_chars=100_000) == first
 
 
 # ---- prompts over the wire, both protocols ----------------------------------------------------
 class Script:
-    """Drafts: a good kernel, then one wrong on the tail, then prose. Improvements and repairs:
-    the slow kernel (a regression below a fast parent), each with a unique comment."""
+    """Drafts: one wrong on the tail, then prose. The repair of a rejected node: a good kernel.
+    Improvements: the slow kernel (a regression below a fast parent), each with a unique
+    comment."""
 
     def __init__(self) -> None:
         self.drafts = self.others = 0
@@ -132,12 +133,12 @@ class Script:
         if "## Parent candidate" not in prompt:
             self.drafts += 1
             if self.drafts == 1:
-                return ("Change: one OpenMP thread per block of rows.\nA plain fused kernel.\n"
-                        "```python\n" + GOOD + "```")
-            if self.drafts == 2:
                 return "Change: vectorise by 8 without a tail loop.\n```python\n" + \
                     WRONG_TAIL + "```"
             return "I have no other idea. (prose, no code)"
+        if "stage reached: correctness" in prompt:
+            return ("Change: one OpenMP thread per block of rows.\nA plain fused kernel.\n"
+                    "```python\n" + GOOD + "```")
         self.others += 1
         return (f"Change: scalar exp, variant {self.others}.\n```python\n" + SLOW
                 + f"\n# variant {self.others}\n```")
@@ -179,21 +180,22 @@ def test_the_history_table_reaches_the_model(wire):
     table = last.split("## The run so far", 1)[1]
     done_before_last = [n for n in evaluated if f"| {n['id']} | " in table]
     assert len(done_before_last) >= len(evaluated) - 1  # all but the one evaluated after it
-    assert re.search(r"\| 2 \| 0 \| llm \| vectorise by 8 without a tail loop \| rejected: "
+    assert re.search(r"\| 1 \| 0 \| llm \| vectorise by 8 without a tail loop \| rejected: "
                      r"correctness \| - \| `+wrong result", table)  # the reason: quoted, as data
-    assert re.search(r"\| 1 \| 0 \| llm \| one OpenMP thread per block of rows \| (best|accepted)"
+    assert re.search(r"\| 2 \| 1 \| llm \| one OpenMP thread per block of rows \| (best|accepted)"
                      r"[^|]* \| \d\.\d{3}x \| [\d.]+ / [\d.]+ / [\d.]+ \|", table)
     assert any("REGRESSED (parent" in r.prompt for r in requests)
 
 
-def test_a_second_draft_sees_the_first(wire):
-    requests, _, _ = wire
-    drafts = [r.prompt for r in requests if "## Parent candidate" not in r.prompt]
-    assert "## Earlier drafts" not in drafts[0]
-    second = drafts[1]
-    assert "## Earlier drafts" in second and "different strategy" in second
-    assert re.search(r"- node 1: one OpenMP thread per block of rows -> \d\.\d{3}x", second)
-    assert "ROWS_PER_TASK" in second.split("## Earlier drafts", 1)[1]  # the best draft's code
+def test_a_rejected_draft_is_repaired_not_drafted_again(wire):
+    requests, summary, _ = wire
+    assert "## Parent candidate" not in requests[0].prompt
+    repair = requests[1].prompt  # the next call fixes the draft, with its error
+    assert "## Parent candidate (node 1" in repair and "stage reached: correctness" in repair
+    assert "wrong result on case" in repair
+    assert not any("different strategy" in r.prompt for r in requests)
+    drafts = [n for n in summary["nodes"] if n["parents"] == [0]]
+    assert 1 <= len(drafts) <= 2  # the draft cap (a third of --max-evals 6)
 
 
 def test_contract_and_answer_format_fit_the_target(wire):
@@ -206,23 +208,18 @@ def test_contract_and_answer_format_fit_the_target(wire):
         assert ("SEARCH/REPLACE" in system) == improving, system
 
 
-def test_notes_are_whole_and_never_repeated(wire):
+def test_notes_are_whole_and_in_every_prompt(wire):
     requests, _, _ = wire
-    shown: list[str] = []
     for req in requests:
         user = _system_and_user(req)[1]
-        if "## Knowledge notes" not in user:
-            continue
         notes = user.split("## Knowledge notes", 1)[1]
         paragraphs = [p.strip() for p in re.split(r"\n\s*\n", notes)
                       if p.strip().startswith("**")]
         for p in paragraphs:
             assert p.rstrip().endswith((".", ":", ")", "`")), p[-80:]
-            assert " …" not in p
-        assert not set(paragraphs) & set(shown), "a section was repeated"
-        shown += paragraphs
-    assert shown, "no knowledge reached the model"
-    assert any("Given in full earlier in this run" in r.prompt for r in requests)
+            assert " …" not in p and "<!--" not in p
+        assert "**Softmax and exp.**" in notes and "**libm in vector loops.**" in notes
+        assert "not repeated" not in user
 
 
 def test_baselines_machine_facts_and_speed_of_light_are_in_the_prompt(wire):

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from kernelevolve.errors import KernelevolveError
+from kernelevolve.knowledge.applies import COMMENT, parse_applies
 
 
 
@@ -38,7 +39,7 @@ def language_tags() -> tuple[str, ...]:
 
 SOURCES = ("curated", "learned")
 REQUIRED = ("id", "title", "platforms", "languages", "tags", "source", "confidence", "created")
-OPTIONAL = ("provenance", "expires")
+OPTIONAL = ("provenance", "expires", "applies")  # applies: knowledge/applies.py
 # Provenance values compared against a fingerprint; numbers there are refused because YAML reads
 # an unquoted `torch: 2.10` as the float 2.1, which would silently compare as the wrong version.
 VERSION_KEYS = ("device", "driver", "compiler", "platform")  # + the platforms' toolkit keys
@@ -74,6 +75,7 @@ class Note:
     created: date = field(default_factory=date.today)
     expires: date | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    applies: dict[str, list[str]] = field(default_factory=dict)  # where it applies (applies.py)
     path: Path | None = field(default=None, compare=False)
 
     def expired(self, today: date | None = None) -> bool:
@@ -117,6 +119,8 @@ def render_note(note: Note) -> str:
         "confidence": note.confidence, "created": note.created, "expires": note.expires,
         "provenance": dict(note.provenance),
     }
+    if note.applies:
+        meta["applies"] = {k: list(v) for k, v in note.applies.items()}
     head = yaml.safe_dump(meta, sort_keys=False, default_flow_style=None, allow_unicode=True,
                           width=100)
     return f"---\n{head}---\n\n{note.body.strip()}\n"
@@ -186,9 +190,12 @@ def _build(meta: dict, body: str, where: str) -> Note:
     provenance = _provenance(meta.get("provenance"), fault)
     if not body:
         raise fault("the note has no body after the front matter")
+    applies = parse_applies(meta.get("applies"), fault)
+    for comment in COMMENT.finditer(body):  # a section's own <!-- applies: ... -->
+        parse_applies(comment.group(1).strip(), fault)
     return Note(id=note_id, title=title.strip(), platforms=platforms, languages=languages,
                 tags=tags, body=body, source=source, confidence=float(conf), created=created,
-                expires=expires, provenance=provenance)
+                expires=expires, provenance=provenance, applies=applies)
 
 
 def _str_list(value: Any, key: str, fault, allowed: tuple[str, ...] | None) -> list[str]:

@@ -5,19 +5,24 @@ heading (`**Vector loads.** ...`), each running to the next heading. A section i
 prompt takes or leaves, so nothing is ever cut mid-sentence.
 
 A section is dropped when it is written for something this run is not:
+- its `applies` (the note's, and the section's own `<!-- applies: ... -->`; knowledge/applies.py)
+  names ops, dtypes, platforms or languages the problem does not have (a bf16 rule in an fp32
+  problem, a softmax rule in a convolution);
 - another language: its heading names only other languages (`**Triton.**` in a C++ run), or its
   text is dominated by another language's markers (`tl.load`, `__global__`, `#pragma omp`);
-- low precision in a problem that has none: its heading is about fp16/bf16/fp8 (the accumulation
-  note's "low-precision storage" rule in an fp32 problem).
-The rest are ranked by the note's retrieval score and how many query words the section holds,
-and taken whole, best first, until the character budget is spent; they are printed in the note's
-own order.
+- low precision in a problem that has none: its heading is about fp16/bf16/fp8.
+The rest are ranked: sections whose `applies` names the problem's ops or dtypes first, then by
+the note's retrieval score and how many of the problem's words (op names and classes, dtypes) the
+section holds; they are taken whole, best first, until the character budget is spent, and printed
+in the note's own order. Every prompt chooses afresh: a stateless model sees each prompt alone.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from kernelevolve.knowledge.applies import ProblemFacts, mismatch, section_applies, targeted
 
 _HEADING = re.compile(r"^\*\*(.+?)\*\*")
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -40,7 +45,12 @@ class Section:
     title: str          # the note's title
     index: int          # position in the note (0: the lead)
     heading: str        # the bold heading, "" for the lead
-    text: str
+    text: str           # without its `applies` comments
+    applies: tuple[tuple[str, tuple[str, ...]], ...] = ()  # the note's and its own
+
+    @property
+    def where(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self.applies}
 
     @property
     def key(self) -> str:
@@ -50,15 +60,28 @@ class Section:
 def split(note: Any) -> list[Section]:
     """The note's sections, in order (paragraphs are kept intact)."""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", note.body.strip()) if p.strip()]
-    groups: list[tuple[str, list[str]]] = []
+    groups: list[tuple[str, list[str], dict[str, list[str]]]] = []
+    pending: dict[str, list[str]] = {}  # a comment standing alone: for the section after it
     for para in paragraphs:
+        try:
+            own, para = section_applies(para)
+        except ValueError:  # a note built in code, never validated: the comment is ignored
+            own, para = {}, para
+        if not para:
+            pending = own
+            continue
+        own, pending = {**pending, **own}, {}
         head = _HEADING.match(para)
         if head or not groups:
-            groups.append((head.group(1).strip().rstrip(".") if head else "", [para]))
+            groups.append((head.group(1).strip().rstrip(".") if head else "", [para], {}))
         else:
             groups[-1][1].append(para)
-    return [Section(note.id, note.title, i, heading, "\n\n".join(paras))
-            for i, (heading, paras) in enumerate(groups)]
+        for key, values in own.items():
+            groups[-1][2].setdefault(key, []).extend(values)
+    base = dict(getattr(note, "applies", None) or {})
+    return [Section(note.id, note.title, i, heading, "\n\n".join(paras),
+                    tuple((k, tuple(v)) for k, v in {**base, **own}.items()))
+            for i, (heading, paras, own) in enumerate(groups)]
 
 
 def _languages_named(text: str) -> dict[str, int]:
@@ -66,8 +89,13 @@ def _languages_named(text: str) -> dict[str, int]:
     return {lang: sum(len(re.findall(p, low)) for p in pats) for lang, pats in _lang_words().items()}
 
 
-def off_target(section: Section, language: str, dtypes: Iterable[str]) -> str | None:
+def off_target(section: Section, language: str, dtypes: Iterable[str],
+               facts: ProblemFacts | None = None) -> str | None:
     """Why this section does not apply to the run, or None when it does."""
+    if facts is not None and section.applies:
+        why = mismatch(section.where, facts)
+        if why:
+            return why
     if section.heading:
         named = {k for k, v in _languages_named(section.heading).items() if v}
         if named and language not in named:
@@ -89,24 +117,20 @@ def relevance(section: Section, terms: Iterable[str]) -> float:
     return sum((t in words) + 2 * (t in head) for t in terms)
 
 
-def choose(hits: list[Any], *, language: str, dtypes: Iterable[str], terms: list[str],
-           budget_chars: int, shown: set[str] = frozenset()) -> tuple[list[Section], list[Any]]:
-    """(sections to print whole, hits whose every fitting section was shown earlier).
+TARGETED = 100.0  # a section whose `applies` names the problem's ops or dtypes ranks first
 
-    `shown` holds the keys of sections already given in this run: those are not repeated; a
-    note all of whose fitting sections were shown is returned in the second list, to be named
-    by title only.
-    """
-    dtypes = list(dtypes)
+
+def choose(hits: list[Any], *, facts: ProblemFacts, terms: list[str],
+           budget_chars: int) -> list[Section]:
+    """The sections to print whole, for this problem and target, within the budget."""
+    dtypes = list(facts.dtypes)
     ranked: list[tuple[float, int, Section]] = []
-    seen_only: list[Any] = []
     for rank, hit in enumerate(hits):
-        fitting = [s for s in split(hit.note) if off_target(s, language, dtypes) is None]
-        fresh = [s for s in fitting if s.key not in shown]
-        if fitting and not fresh:
-            seen_only.append(hit)
-        for s in fresh:
+        for s in split(hit.note):
+            if off_target(s, facts.language, dtypes, facts) is not None:
+                continue
             score = getattr(hit, "score", 1.0) * (1.0 + relevance(s, terms)) + (s.index == 0)
+            score += TARGETED * targeted(s.where)
             ranked.append((score, rank, s))
     ranked.sort(key=lambda r: (-r[0], r[1], r[2].index))
     taken, used = [], 0
@@ -117,4 +141,4 @@ def choose(hits: list[Any], *, language: str, dtypes: Iterable[str], terms: list
         used += len(s.text)
     order = {h.note.id: i for i, h in enumerate(hits)}
     taken.sort(key=lambda s: (order[s.note_id], s.index))
-    return taken, seen_only
+    return taken

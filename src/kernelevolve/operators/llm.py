@@ -2,7 +2,9 @@
 
 Instead of fixed draft/debug/improve prompts, every call is built from the problem, the
 target, the parent and its full evaluation, the search memory and notes retrieved from the
-knowledge base (operators/prompt.py). With no parent it drafts from the reference alone.
+knowledge base (operators/prompt.py), chosen by the reference's ops and dtypes and the target
+(knowledge/applies.py); each call is a fresh conversation, so every prompt carries the note
+sections it needs in full. With no parent it drafts from the reference alone.
 Replies that yield no usable candidate are reported as `generation_failure` events, failed
 calls as `llm_error` events; `max_failed_calls` failed calls in a row (each one already retried
 by the client) stop the run with the last error as the reason (OperatorFailing). With `agent`
@@ -20,7 +22,8 @@ from kernelevolve.operators.reply import GenerationFailure, parse_reply
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
 _STOP = {"the", "and", "for", "with", "case", "trial", "output", "reference", "candidate",
-         "forward", "return", "self", "torch", "tensor", "import", "class", "def", "model"}
+         "forward", "return", "self", "torch", "tensor", "import", "class", "def", "model",
+         "raised", "error", "line", "file"}
 
 
 class LLMOperator:
@@ -35,7 +38,6 @@ class LLMOperator:
         config = getattr(client, "config", None)
         self.max_failed_calls = max_failed_calls or getattr(config, "max_failed_calls", 4)
         self.failed_in_row, self.last_error = 0, ""
-        self.shown: set[str] = set()  # knowledge sections given in this run (also in node meta)
 
     async def propose(self, ctx: ProposalContext) -> list[Draft]:
         parents: list[ParentView | None] = list(ctx.parents) or [None]
@@ -53,10 +55,8 @@ class LLMOperator:
 
         notes = self.retrieve(ctx, parent)
         one = ProposalContext(**{**ctx.__dict__, "parents": (parent,) if parent else ()})
-        shown = shown_sections(ctx) | self.shown
-        system, user = self.builder.build(one, notes, slot=slot, shown=shown)
-        _, given = self.builder.knowledge(notes, shown)
-        self.shown |= {s.key for s in given}  # given once per run, whatever the reply
+        system, user = self.builder.build(one, notes, slot=slot)
+        _, given = self.builder.knowledge(notes, self.builder.facts_for(one))
         notes = [h for h in notes if any(s.note_id == h.note.id for s in given)] or notes
         if self.agent is not None:
             from kernelevolve.operators.agent import propose
@@ -80,7 +80,7 @@ class LLMOperator:
     def make_draft(parent: ParentView | None, source: str, rationale: str, model: str,
                    notes: list[Any], given: list[Any] = ()) -> Draft:
         """The node-to-be: `change` is the model's one-line `Change:` summary (the history
-        table's description), `note_sections` the knowledge it was shown (not shown again)."""
+        table's description), `note_sections` the knowledge sections its prompt carried."""
         mode = "improve" if parent else "draft"
         change = change_line(rationale)
         return Draft(source=source, parents=(parent.node_id,) if parent else (),
@@ -90,11 +90,14 @@ class LLMOperator:
                            "note_sections": [s.key for s in given]})
 
     def failed(self, ctx: ProposalContext, parent: ParentView | None, exc: Exception) -> None:
-        """A call that failed for good (already retried): an `llm_error` event, counted."""
+        """A call that failed for good (already retried): an `llm_error` event, counted. An
+        auth error (401, 403) stops the run at once: no later call can succeed with this key."""
         self.failed_in_row += 1
         self.last_error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         ctx.report("llm_error", {"parent": parent.node_id if parent else None,
                                  "error": str(exc), "in_row": self.failed_in_row})
+        if getattr(exc, "status", None) in (401, 403):
+            raise OperatorFailing(self.last_error)  # names the key's variable, never the key
 
     def retrieve(self, ctx: ProposalContext, parent: ParentView | None) -> list[Any]:
         if self.index is None:
@@ -104,13 +107,11 @@ class LLMOperator:
                                  k=self.notes_k)
 
     def query(self, ctx: ProposalContext, parent: ParentView | None) -> str:
-        """Words that say what this kernel is and what is going wrong with it."""
-        words = [self.builder.problem.name]
+        """Words that say what this kernel is (the reference's ops and their classes, its
+        dtypes: not the problem's name) and what is going wrong with it."""
+        one = ProposalContext(**{**ctx.__dict__, "parents": (parent,) if parent else ()})
+        words = self.builder.facts_for(one).terms()
         result = (parent.result if parent else None) or {}
-        for ops in (result.get("integrity", {}).get("reference_ops") or {}).values():
-            words.extend(op.strip("_") for op in ops)
-            break
-        words.extend(_WORD.findall(self.builder.reference)[:60])
         if parent is not None and parent.stage and parent.stage != "accepted":
             words.append(parent.stage)
             words.extend(_WORD.findall((result.get("reason") or parent.reason or "")[:300]))
@@ -120,7 +121,7 @@ class LLMOperator:
             if w not in seen and w not in _STOP:
                 seen.add(w)
                 out.append(w)
-        return " ".join(out[:24])
+        return " ".join(out[:32])
 
 
 _CHANGE = re.compile(r"^\W*change\W*:\s*(.+)$", re.I | re.M)
@@ -132,7 +133,3 @@ def change_line(rationale: str) -> str:
     text = found.group(1) if found else (rationale or "").split(". ")[0]
     return " ".join(text.split())[:160].rstrip(".")
 
-
-def shown_sections(ctx: ProposalContext) -> set[str]:
-    """Knowledge sections earlier proposals of this run were given (from the nodes' meta)."""
-    return {key for meta in ctx.seen_meta for key in meta.get("note_sections") or ()}

@@ -3,7 +3,8 @@
 Proposals and evaluations run as asyncio tasks, at most `max_in_flight` at a time. The engine
 owns no storage and no evaluator: `SearchHooks` persists what happens (so a killed run can be
 resumed), `evaluate` measures a node. Pending nodes found in the graph at start (a resumed run)
-are evaluated first; nothing already evaluated is evaluated again.
+are evaluated first; nothing already evaluated is evaluated again. How many drafts are written
+from the reference, and when a failed one is repaired instead, is search/drafting.py's rule.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kernelevolve import interrupts
 from kernelevolve.errors import InfraError
 from kernelevolve.operators.base import (Draft, Operator, OperatorFailing, ParentView,
                                          ProposalContext, check_operator)
+from kernelevolve.search.drafting import draft_cap, next_step, repairable
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import Policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
@@ -25,7 +27,6 @@ from kernelevolve.search.termination import Budgets, Progress, should_stop
 
 MAX_EMPTY_ROUNDS = 6  # consecutive proposal rounds with nothing usable before giving up
 MAX_EARLIER_DRAFTS = 6  # root children shown to a new draft
-MAX_REPAIR_DEPTH = 4  # repairs of repairs of ... stop here; the policy explores elsewhere
 STOPPED_BY_FAILURES = "stopped by failures"  # how a stop reason starts when an operator failed
 
 
@@ -48,7 +49,10 @@ def source_hash(source: str) -> str:
 @dataclass
 class EngineConfig:
     max_in_flight: int = 2
-    draft_count: int = 4           # root proposals asked of operators before expansion starts
+    # At most this many drafts from the reference by a stochastic operator (an LLM), and at
+    # most a third of --max-evals, before the search expands; fewer when one beats the
+    # baseline (search/drafting.py).
+    draft_count: int = 2
     seed: int = 0
 
 
@@ -80,11 +84,12 @@ class SearchEngine:
         self._turn = 0
         self._evals: dict[asyncio.Task, Node] = {}
         self._proposals: set[asyncio.Task] = set()
-        self._root_drafts = sum(1 for n in graph.candidates() if n.parents == (ROOT,)
-                                and n.operator not in ("seed",))
         self._root_done: set[str] = set()
         self._stalled = False  # the last proposal round found nothing new; wait for a result
         self._empty_rounds = 0
+        self._asked = 0  # operator calls so far (a round that asked none is a wait, not a miss)
+        self._repairing: set[int] = set()  # nodes a call in flight is repairing: asked once
+        self._drafting = 0  # drafts from the reference asked for by calls in flight
 
     # ---- main loop ---------------------------------------------------------------------------
     async def run(self) -> str:
@@ -163,9 +168,8 @@ class SearchEngine:
         return op
 
     async def _propose(self, want: int) -> None:
-        drafts: list[Draft] = []
-        if self._root_drafts < self.config.draft_count:
-            drafts = await self._draft_phase(want)
+        asked = self._asked
+        drafts = await self._draft_phase(want)
         if not drafts:
             drafts = await self._expand(want)
         added = 0
@@ -182,6 +186,8 @@ class SearchEngine:
             added += 1
         if added:
             self._empty_rounds = 0
+        elif self._asked == asked and (self._evals or len(self._proposals) > 1):
+            self._stalled = True  # nothing to ask until a result or another proposal arrives
         else:
             # An exhaustible operator (tune) that found nothing new has nothing left until a
             # result arrives. A stochastic one (an LLM) may succeed on the next call, so it is
@@ -192,39 +198,70 @@ class SearchEngine:
             if not retry:
                 self._stalled = True
                 self.progress.exhausted = not self._evals
+            else:
+                self._stalled = False
         self.on_change()
 
+    async def _ask(self, op: Operator, ctx: ProposalContext) -> list[Draft]:
+        self._asked += 1
+        return await op.propose(ctx)
+
+    async def _repair(self, op: Operator, node: Node) -> list[Draft]:
+        """Ask `op` to fix a rejected node; no other call is sent to fix it meanwhile."""
+        self._repairing.add(node.id)
+        try:
+            return self._fresh(await self._ask(op, self._context([node], 1)))
+        finally:
+            self._repairing.discard(node.id)
+
+    def _fresh(self, drafts: list[Draft]) -> list[Draft]:
+        return [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
+
     async def _draft_phase(self, want: int) -> list[Draft]:
+        """Exhaustible operators (the synthesizer) draft all they have, once; stochastic ones
+        (an LLM) follow the draft rule: draft, repair a failed draft, or stop drafting."""
         for op in self.operators:
-            if op.name in self._root_done:
+            if not op.exhaustible or op.name in self._root_done:
                 continue
-            drafts = await op.propose(self._context([], want))
-            drafts = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
-            if not op.exhaustible:
-                self._root_drafts += max(1, len(drafts))  # attempts count: replies may fail
-                if not drafts:
+            drafts = self._fresh(await self._ask(op, self._context([], want)))
+            if drafts:
+                return [Draft(d.source, d.parents or (ROOT,), d.operator, d.rationale, d.meta)
+                        for d in drafts]
+            self._root_done.add(op.name)
+        drafters = [op for op in self.operators if not op.exhaustible]
+        cap = draft_cap(self.config.draft_count, self.budgets.max_evals)
+        step = next_step(self.graph, cap, want, can_repair=any(op.repairs for op in drafters),
+                         busy=self._repairing, drafting=self._drafting)
+        if not drafters or step is None:
+            return []
+        for op in drafters:
+            if step.kind == "repair":
+                if not op.repairs:
                     continue
-            elif not drafts:
-                self._root_done.add(op.name)
-                continue
+                drafts = await self._repair(op, step.node)
             else:
-                self._root_drafts += len(drafts)
-            return [Draft(d.source, d.parents or (ROOT,), d.operator, d.rationale, d.meta)
-                    for d in drafts]
-        if all(op.name in self._root_done for op in self.operators):
-            self._root_drafts = self.config.draft_count  # no operator drafts from the root
+                self._drafting += step.count
+                try:
+                    asked = self._fresh(await self._ask(op, self._context([], step.count)))
+                finally:
+                    self._drafting -= step.count
+                drafts = [Draft(d.source, d.parents or (ROOT,), d.operator, d.rationale, d.meta)
+                          for d in asked]
+            if drafts:
+                return drafts
         return []
 
     def _repair_target(self) -> Node | None:
-        """Every other expansion, the newest rejected leaf (if an operator can repair it): the
-        reason it failed is the most useful thing to show a model that writes code."""
+        """Every other expansion, the newest rejected leaf (if an operator can repair it) that
+        nothing later fixed: the reason it failed is the most useful thing to show a model that
+        writes code."""
         if not any(op.repairs for op in self.operators):
             return None
         self._repair_turn = not getattr(self, "_repair_turn", False)
         if not self._repair_turn:
             return None
-        leaves = [n for n in self.graph.evaluated() if n.buggy and self.graph.visits(n.id) == 0
-                  and self.graph.depth(n.id) <= MAX_REPAIR_DEPTH]
+        leaves = [n for n in self.graph.evaluated() if repairable(self.graph, n)
+                  and n.id not in self._repairing]
         return leaves[-1] if leaves else None
 
     async def _expand(self, want: int) -> list[Draft]:
@@ -233,8 +270,7 @@ class SearchEngine:
         if broken is not None:
             for op in self.operators:
                 if op.repairs:
-                    drafts = await op.propose(self._context([broken], 1))
-                    fresh = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
+                    fresh = await self._repair(op, broken)
                     if fresh:
                         return fresh
         chosen = self.policy.select(self.graph, want, self.rng)
@@ -243,7 +279,7 @@ class SearchEngine:
             nodes = [self.graph.get(p) for p in dict.fromkeys(parents)]
             for _ in range(len(self.operators)):
                 op = self._next_operator()
-                drafts = await op.propose(self._context(nodes, want))
+                drafts = await self._ask(op, self._context(nodes, want))
                 fresh = [d for d in drafts if self.graph.by_hash(source_hash(d.source)) is None]
                 if len(fresh) < len(drafts):
                     self.hooks.event("duplicate", {"operator": op.name,
