@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from kernelevolve.harness.scoring import score
-from kernelevolve.harness.timing import (speedup_interval, summarize, weighted_geomean,
+from kernelevolve.harness.timing import (NOISY_WIDTH, case_noise, clearly_below, separated,
+                                         speedup_interval, summarize, weighted_geomean,
                                          weighted_interval)
 from kernelevolve.search.acceptance import decide
 from kernelevolve.types import CaseResult, EvalResult
@@ -143,3 +144,49 @@ def test_the_best_lower_bound_wins_not_the_best_point_estimate():
     assert noisy.speedup_ci[0] < 1.0 < steady.speedup_ci[0]
     verdict = decide([(1, noisy.to_dict()), (2, steady.to_dict())], "budget")
     assert verdict["kind"] == "improved" and verdict["node_id"] == 2
+
+
+# ---- noise against change (the rules search/memory.py's history table uses) -------------------
+def test_the_same_code_timed_twice_is_not_separated_and_a_real_slowdown_is():
+    """Two evaluations of the same kernel: their intervals overlap (no REGRESSED verdict) in
+    at least 98 of 100 seeded trials; a kernel 1.25x slower is told apart in at least 90."""
+    rng = np.random.default_rng(21)
+    told_apart = found = 0
+    for _ in range(100):
+        a = _result_from({"a": paired(rng, 1.5, 1.0, 30)}, {"a": 1.0}).speedup_ci
+        b = _result_from({"a": paired(rng, 1.5, 1.0, 30)}, {"a": 1.0}).speedup_ci
+        told_apart += separated(a, b) or separated(b, a)
+        slower = _result_from({"a": paired(rng, 1.5, 1.2, 30)}, {"a": 1.0}).speedup_ci
+        found += separated(slower, a)
+    assert told_apart <= 2 and found >= 90, (told_apart, found)
+
+
+def test_without_intervals_a_figure_must_fall_more_than_the_margin():
+    assert clearly_below(1.30, None, 1.50, None)          # 15% lower
+    assert not clearly_below(1.40, None, 1.50, None)      # 7%: within the 10% margin
+    assert clearly_below(1.0, [0.9, 1.45], 1.5, None)  # one interval only: the margin decides
+    assert clearly_below(1.0, [0.9, 1.1], 1.5, [1.4, 1.6])
+    assert not clearly_below(1.0, [0.9, 1.45], 1.5, [1.4, 1.6])  # overlapping: noise
+
+
+def test_quiet_cases_are_not_noisy_and_busy_or_burst_cases_are():
+    """Quiet samples (8% shared, 5% own noise, 15 reps) are flagged at most 3 times in 100;
+    samples beside a busy neighbour (60% noise, 20% outliers) every time, with a factor
+    above NOISY_WIDTH; a case whose candidate ran 7x slower in 60% of its reps shows a factor
+    near 7 (differences under it on that case are noise)."""
+    rng = np.random.default_rng(4)
+
+    def noise(ref, cand):
+        return case_noise(_result_from({"a": (ref, cand)}, {"a": 1.0}).cases[0])
+    quiet = [noise(*paired(rng, 1.5, 1.0, 15)) for _ in range(100)]
+    assert sum(f is not None for f in quiet) <= 3
+    busy = [noise(*paired(rng, 1.5, 1.0, 15, shared=0.6, own=0.6, outliers=0.2))
+            for _ in range(30)]
+    assert all(f is not None and f > NOISY_WIDTH for f in busy)
+    ref, cand = paired(rng, 0.3, 0.2, 30)
+    hit = rng.permutation(30)[:18]
+    cand[hit] *= 7.0
+    assert 4.0 < noise(ref, cand) < 10.0
+    timing_only = {"ref_timing": {"median_ms": 1.0, "q1_ms": 0.5, "q3_ms": 1.6},
+                   "cand_timing": {"median_ms": 1.0, "q1_ms": 0.95, "q3_ms": 1.05}}
+    assert case_noise(timing_only) == 3.2   # no interval (an old store): the wider q3/q1

@@ -3,14 +3,35 @@
 Reference and candidate are timed in the same process, interleaved (alternating which goes
 first, to cancel drift), after warm-up, on rotating input sets (so caching an output for one
 input does not pay), until both a minimum count and a minimum time are reached.
+
+Noise against change (the rules the history table and every other "did it get worse?" judgement
+use, decided from 249 timed cases of benchmark runs on five problems, cpu/cpp on a shared 2-core
+machine: quiet runs show an IQR of 2-10% of the median and a case interval hi/lo of 1.04-1.2;
+runs beside busy neighbours show IQRs of 30-160% and intervals of 1.5-4.3; the two measures
+agree, correlation 0.97):
+
+- `separated(a, b)`: interval a lies wholly below interval b. Two 95% intervals that overlap are
+  not told apart; a REGRESSED verdict needs them separated.
+- `clearly_below(a, a_ci, b, b_ci)`: the same on figures that may lack an interval (old stores):
+  without both intervals, a must be more than REL_MARGIN (10%) below b. 10% is about twice the
+  half-width of a quiet run's weighted interval (median hi/lo 1.08).
+- `case_noise(case)`: a case is noisy when its speedup interval's hi/lo exceeds NOISY_WIDTH (1.5,
+  the noisiest 18% of the stored cases) or either side's IQR exceeds NOISY_SPREAD (50%) of its
+  median. The factor returned (hi/lo, else the wider q3/q1) is the size of a difference on that
+  case that is still noise: a case timed 7x slower once, code unchanged, shows a factor near 7.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from kernelevolve.types import TimingStats
+
+
+REL_MARGIN = 0.10    # without intervals, a figure this much lower (relative) is a real change
+NOISY_WIDTH = 1.5    # a case's speedup interval wider than this factor (hi/lo) is noisy
+NOISY_SPREAD = 0.5   # so is a side whose IQR exceeds this fraction of its median
 
 
 @dataclass(frozen=True)
@@ -97,3 +118,50 @@ def weighted_geomean(values: Sequence[float], weights: Sequence[float]) -> float
 
     total = sum(weights)
     return math.exp(sum(w * math.log(v) for v, w in zip(values, weights)) / total)
+
+
+def _valid(ci: Any) -> bool:
+    return (ci is not None and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci)
+            and 0 < ci[0] <= ci[1])
+
+
+def separated(a_ci: Sequence[float], b_ci: Sequence[float]) -> bool:
+    """Interval `a_ci` lies wholly below interval `b_ci`: the difference is not noise."""
+    return a_ci[1] < b_ci[0]
+
+
+def clearly_below(a: float, a_ci: Sequence[float] | None, b: float,
+                  b_ci: Sequence[float] | None) -> bool:
+    """Figure `a` is below `b` by more than noise: by their intervals when both have one, else
+    by more than REL_MARGIN (relative)."""
+    if _valid(a_ci) and _valid(b_ci):
+        return separated(a_ci, b_ci)
+    return a * (1.0 + REL_MARGIN) < b
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def spread(stats: Any) -> float | None:
+    """IQR over median of one side's TimingStats (or its dict), None where not timed."""
+    med, q1, q3 = (_get(stats, k) for k in ("median_ms", "q1_ms", "q3_ms"))
+    if stats is None or not med or q1 is None or q3 is None:
+        return None
+    return (q3 - q1) / med
+
+
+def case_noise(case: Any) -> float | None:
+    """The noise factor of one timed case (a CaseResult or its dict) when it is noisy (see the
+    module docstring), else None: differences under this factor on that case are noise."""
+    ci = _get(case, "speedup_ci")
+    width = ci[1] / ci[0] if _valid(ci) else None
+    sides = [_get(case, "ref_timing"), _get(case, "cand_timing")]
+    spreads = [s for s in (spread(side) for side in sides) if s is not None]
+    if not ((width is not None and width > NOISY_WIDTH) or any(s > NOISY_SPREAD for s in spreads)):
+        return None
+    if width is not None:
+        return width
+    ratios = [_get(side, "q3_ms") / _get(side, "q1_ms") for side in sides
+              if spread(side) is not None and _get(side, "q1_ms")]
+    return max(ratios, default=1.0 + max(spreads))
