@@ -12,9 +12,11 @@ import re
 
 import numpy as np
 
+from conftest import example
 from test_timing_stats import _result_from, paired
 
-from kernelevolve.operators.base import Draft
+from kernelevolve.operators.base import Draft, ParentView
+from kernelevolve.operators.prompt import PromptBuilder
 from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.memory import NOISY_LEGEND, fitness_interval, history_table
@@ -160,12 +162,30 @@ def test_eager_moving_across_evaluations_is_named_and_marked():
         return {"accepted": True, "stage": "accepted", "fitness": ref_ms / cand_ms,
                 "speedup": ref_ms / cand_ms, "reason": "ok",
                 "cases": [{"name": "big", "weight": 1.0, "ref_ms": ref_ms, "cand_ms": cand_ms}]}
-    graph, results = _graph([(1, ROOT, "a", timed(416.0, 200.0)), (2, ROOT, "b", timed(284.0, 140.0)),
+    graph, results = _graph([(1, ROOT, "a", timed(416.0, 200.0)),
+                             (2, ROOT, "b", timed(284.0, 140.0)),
                              (3, ROOT, "c", timed(181.0, 90.0))])
     text = history_table(graph, results.get)
     assert "Eager itself varied across evaluations (`big` 181-416 ms)" in text
     assert "compare speedups" in text
     assert "90 noisy(x1.6)" in _row(text, 3) and "noisy" not in _row(text, 2)
+
+
+def test_the_parent_section_shows_each_case_interval_and_flags_the_noisy_one():
+    """The parent's evaluation in an improvement prompt: each case's speedup with its 95%
+    interval; the case timed in a bad moment says under which factor differences are noise."""
+    rerun = _results()["rerun"]
+    for case, name in zip(rerun["cases"], ("512x2048", "128x8192")):
+        case["name"] = name
+    builder = PromptBuilder(str(example("softmax")), "cpu", "cpp")
+    text = builder._parent(ParentView(2, "X = 1", rerun["fitness"], "accepted", "ok",
+                                      result=rerun))
+    assert "| speedup [95% interval] |" in text
+    big = next(ln for ln in text.splitlines() if ln.startswith("| 512x2048 |"))
+    small = next(ln for ln in text.splitlines() if ln.startswith("| 128x8192 |"))
+    assert re.search(r"\| 1\.\d+ \[1\.\d+-1\.\d+\] \|", big) and "noisy" not in big
+    assert re.search(r"\| 0\.\d+ \[[\d.]+-[\d.]+\]; noisy: differences under x\d(\.\d)? "
+                     r"are noise \|", small), small
 
 
 # ---- through the real search engine ----------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 
 from kernelevolve.harness.profile_view import profile_lines
 from kernelevolve.harness.text import REASON_LABEL, clean, fence, inline, quoted
+from kernelevolve.harness.timing import case_noise
 from kernelevolve.knowledge.applies import ProblemFacts, source_ops
 from kernelevolve.knowledge.sections import Section, choose
 from kernelevolve.operators.base import ParentView, ProposalContext
@@ -219,13 +220,13 @@ class PromptBuilder:
             lines.append(quoted(reason, REASON_LABEL))
         rows = [c for c in result.get("cases", []) if c.get("correct") is not None]
         if rows:
-            lines.append("| case | correct | max abs err | eager ms | candidate ms | speedup "
-                         "| speed of light |")
+            lines.append("| case | correct | max abs err | eager ms | candidate ms "
+                         "| speedup [95% interval] | speed of light |")
             lines.append("|---|---|---|---|---|---|---|")
             for c in rows:
                 lines.append(f"| {c['name']} | {c.get('correct')} | {_num(c.get('max_abs_err'))} "
                              f"| {_num(c.get('ref_ms'))} | {_num(c.get('cand_ms'))} "
-                             f"| {_num(c.get('speedup'))} | {_sol(c)} |")
+                             f"| {_speedup(c)} | {_sol(c)} |")
         if rows:
             lines.append("### Its profile (observed from outside its process)")
             lines += profile_lines(result)
@@ -310,3 +311,11 @@ def _first(text: str, limit: int) -> str:
 
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _speedup(case: dict[str, Any]) -> str:
+    """A case's speedup with its 95% interval; where its timings were noisy (harness/timing.py's
+    rule), the factor under which differences on it are noise."""
+    ci, noise = case.get("speedup_ci"), case_noise(case)
+    text = _num(case.get("speedup")) + (f" [{ci[0]:.3g}-{ci[1]:.3g}]" if ci else "")
+    return text + (f"; noisy: differences under x{noise:.2g} are noise" if noise else "")
