@@ -159,7 +159,8 @@ def _command_loop(sock: socket.socket, session, models: dict[tuple[str, str], An
             which = msg.get("model", "ref")
             kept[which] = []
             reply = run_batch(models[(msg["case"], which)], sets[msg["case"]], msg["sets"],
-                              msg.get("numbers", {}), kept[which], session, path)
+                              msg.get("numbers", {}), kept[which], session, path,
+                              first=msg.get("first") is True)
             frames.send_frame(sock, reply)
         elif op == "outputs" and reference:
             send_outputs(sock, kept.get("ref", []), msg.get("call"), msg.get("select"))
@@ -188,9 +189,10 @@ def send_outputs(sock: socket.socket, kept: list[list[Any]], call: Any, select: 
 
 
 def run_batch(model, sets, indices: list[int], numbers: dict[str, Any], kept: list,
-              session, path: str) -> dict[str, Any]:
+              session, path: str, first: bool = False) -> dict[str, Any]:
     """One call per listed set; outputs kept; their addresses reported (the same loop in the
-    reference's process and the candidate's, so both pay the same bookkeeping)."""
+    reference's process and the candidate's, so both pay the same bookkeeping). `first`: the
+    case's first call, untimed (harness/timed_link.py `first_call`)."""
     import torch
 
     from kernelevolve.harness.errors_fmt import format_exception
@@ -203,7 +205,8 @@ def run_batch(model, sets, indices: list[int], numbers: dict[str, Any], kept: li
                                             "ModelNew.forward"))
         session.platform.synchronize()
     except Exception as exc:  # noqa: BLE001
-        return {"failed": {"stage": "timing", "reason": "forward raised during a timed batch:\n"
+        during = "on its first call (untimed)" if first else "during a timed batch"
+        return {"failed": {"stage": "timing", "reason": f"forward raised {during}:\n"
                            + format_exception(exc, path)}}
     return describe_outputs(kept)
 

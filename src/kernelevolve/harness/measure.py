@@ -26,6 +26,10 @@ code: it forks the candidate's process and the reference's process first
   batches, in other processes) is reported, and the driver rejects more than a small allowance:
   hidden work, or threads or processes stealing the reference's cores.
 
+Before any batch of a case is timed, the candidate's first call of it runs untimed, with build
+requests served as at load: a library that forward builds lazily is built there. A build asked
+for during a timed batch is refused, its cause named (harness/link_faults.py).
+
 Reference and candidate batches alternate which goes first, and each pair shares its input
 sets, so drift, load and cache warmth cancel; per-call times are batch time over calls.
 """
@@ -97,7 +101,7 @@ def _measure(req: dict[str, Any], ctx: JobContext, cand: "TimedProcess",
         for case in session.cases:
             ctx.stage("timing")
             result[case.name] = CaseTiming(session, case, ref, baseline, cand, policy,
-                                           side).run()
+                                           side, ctx).run()
     finally:
         side.close()
     return {"ok": True, "protocol": "outside", "cases": result, "compile_error": compile_error}
@@ -111,9 +115,10 @@ class CaseTiming:
     """One case: batch sizing, the interleaved loop, the sampled checks, the CPU accounts."""
 
     def __init__(self, session: Session, case, ref: TimedProcess, baseline: bool,
-                 cand: TimedProcess, policy: TimingPolicy, side: SideCPU):
+                 cand: TimedProcess, policy: TimingPolicy, side: SideCPU,
+                 ctx: JobContext | None = None):
         self.session, self.case, self.ref, self.baseline = session, case, ref, baseline
-        self.cand, self.policy, self.side = cand, policy, side
+        self.cand, self.policy, self.side, self.ctx = cand, policy, side, ctx
 
     def run(self) -> dict[str, Any]:
         from kernelevolve.harness.shared_inputs import InputLayoutError, layout
@@ -124,7 +129,9 @@ class CaseTiming:
             self._resize(1)
         except InputLayoutError as exc:
             raise JobFailure("problem", f"case {self.case.name!r}: {exc}") from None
-        t_ref, done = self._calibrate()
+        numbers = self._fill()
+        t_ref, done = self._calibrate(numbers)
+        self._first_call(numbers)
         self.out_layout = [(d, list(shape)) for d, shape, _ in done["layout"]]
         out_bytes = 0
         for dtype, shape in self.out_layout:
@@ -154,10 +161,9 @@ class CaseTiming:
         # counted as the candidate's CPU outside its batches.
         self.setup_cpu_s = getattr(self, "setup_cpu_s", 0.0) + self.cand.cpu_s() - cpu0
 
-    def _calibrate(self) -> tuple[float, dict[str, Any]]:
+    def _calibrate(self, numbers: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """The reference's time for one call (round trip included: an upper bound), and the
         layout of its outputs."""
-        numbers = self._fill()
         times, done = [], {}
         for _ in range(3):
             start = time.perf_counter()
@@ -169,6 +175,18 @@ class CaseTiming:
             raise JobFailure("problem", f"case {self.case.name!r}: the reference's outputs "
                                         "could not be described")
         return max(min(times), 1e-7), done
+
+    def _first_call(self, numbers: dict[str, Any]) -> None:
+        """The candidate's first call of the case, on the calibration's set, untimed and
+        outside every CPU account (those start with the timed loop): a library that forward
+        builds lazily is built here, under the load stage's limit like one built at import.
+        A build asked for later, during a timed batch, is refused with its cause named
+        (harness/link_faults.py)."""
+        if self.ctx is not None:
+            self.ctx.stage("load")
+        self.cand.first_call(self.case.name, [0], numbers, self.ctx)
+        if self.ctx is not None:
+            self.ctx.stage("timing")
 
     def _generate(self) -> None:
         """The next pair's input contents, from get_inputs() under fresh seeds. Made after

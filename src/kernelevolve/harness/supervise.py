@@ -175,7 +175,9 @@ class Supervisor:
             for msg in self.ctl_reader.feed(data):
                 deadline = self._on_frame(msg, fds) or deadline
         except frames.FrameError as exc:
-            self.protocol_error = f"the job sent a malformed control message ({exc})"
+            self.protocol_error = (f"the job sent a malformed control message ({exc}): "
+                                   "candidate code wrote to a file descriptor it did not open "
+                                   "(write only to what your module opened)")
         for fd in fds:
             os.close(fd)
         return deadline
@@ -197,7 +199,10 @@ class Supervisor:
             self.listener = fds.pop(0)
             frames.send_frame(self.ctl, {"ack": "listener"})
         else:
-            self.protocol_error = "the job sent a control message out of turn"
+            self.protocol_error = ("the job sent a control message out of turn: candidate "
+                                   "code wrote to the harness's channel or called the "
+                                   "harness's own functions (use only kernelevolve.runtime's "
+                                   "public functions)")
         return None
 
     def _on_stream(self, fd: int, open_fds: set[int]) -> None:

@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any
 
-from kernelevolve.harness import frames
+from kernelevolve.harness import frames, link_faults
 from kernelevolve.harness.child import JobContext
 from kernelevolve.harness.session import JobFailure
 
@@ -31,7 +31,8 @@ class TimedProcess:
             raise RuntimeError(f"the reference process {self.ended()} while building the "
                                "reference") from None
         if msg.get("ready") is not True:
-            raise RuntimeError("the reference process sent a malformed message")
+            raise RuntimeError(link_faults.unexpected(self.role, msg, "while building the "
+                                                      "reference", "its ready message"))
         return msg
 
     # ---- the load phase: relay stage reports, builds and the filter's listener -----------
@@ -44,7 +45,8 @@ class TimedProcess:
             except OSError:
                 data, fds = b"", []
             if not data:
-                raise JobFailure("load", f"the candidate's process {self.ended()} while loading")
+                raise JobFailure("load", link_faults.channel_closed(self.role, self.pid,
+                                                                    "while loading"))
             msgs = self._frames(data)
             for msg in msgs:
                 if "stage" in msg and msg["stage"] in ("load", "run"):
@@ -61,7 +63,8 @@ class TimedProcess:
                 elif isinstance(msg.get("failed"), dict):
                     raise _failure(msg["failed"], "load")
                 else:
-                    raise JobFailure("load", "the candidate's process sent a malformed message")
+                    raise JobFailure("load", link_faults.unexpected(
+                        self.role, msg, "while loading", "a load stage's report"))
             for fd in fds:
                 os.close(fd)
 
@@ -70,8 +73,9 @@ class TimedProcess:
         self._reader = reader
         try:
             return reader.feed(data)
-        except frames.FrameError as exc:
-            raise JobFailure("load", f"the candidate's process sent a malformed message: {exc}")
+        except frames.FrameError:
+            raise JobFailure("load", link_faults.garbled(self.role, self.pid,
+                                                         "while loading")) from None
 
     # ---- timed work --------------------------------------------------------------------------
     def cpu_s(self) -> float:
@@ -92,20 +96,47 @@ class TimedProcess:
                                       "numbers": numbers, "model": model})
         return self._expect("done")
 
+    def first_call(self, case: str, indices: list[int], numbers: dict[str, Any],
+                   ctx: JobContext | None) -> dict[str, Any]:
+        """The candidate's first call of a case, untimed: what forward does once (a library
+        it builds lazily with load_cpp) happens here, its build requests relayed to the build
+        service as at load, before any batch of the case is timed."""
+        frames.send_frame(self.link, {"op": "batch", "case": case, "sets": indices,
+                                      "numbers": numbers, "model": "ref", "first": True})
+        while True:
+            msg = self._recv("during its first, untimed call")
+            if "service" in msg and ctx is not None:
+                frames.send_frame(self.link, {"reply": ctx.service(msg["service"])})
+                continue
+            return self._answer(msg, "done", "during its first, untimed call")
+
     def _expect(self, key: str) -> dict[str, Any]:
+        during = "during a timed batch" if key == "done" else "during timing"
+        return self._answer(self._recv(during), key, during, timed=key == "done")
+
+    def _recv(self, during: str) -> dict[str, Any]:
         try:
-            msg = frames.recv_frame(self.link)
-        except (frames.FrameError, OSError) as exc:
-            raise JobFailure("timing", f"the {self.role}'s process {self.ended()} during timing"
-                             f"{'' if isinstance(exc, OSError) else f' ({exc})'}") from None
+            return frames.recv_frame(self.link)
+        except OSError:
+            raise JobFailure("timing", link_faults.channel_closed(self.role, self.pid,
+                                                                  during)) from None
+        except frames.FrameError as exc:
+            closed = "closed mid-frame" in str(exc)
+            raise JobFailure("timing", (link_faults.channel_closed if closed else
+                                        link_faults.garbled)(self.role, self.pid, during)) \
+                from None
+
+    def _answer(self, msg: dict[str, Any], key: str, during: str,
+                timed: bool = False) -> dict[str, Any]:
         if isinstance(msg.get("failed"), dict):
             if self.role == "reference":
                 raise JobFailure("problem", "the reference failed during timing: "
                                  + str(msg["failed"].get("reason"))[:20000])
             raise _failure(msg["failed"], "timing")
         if msg.get(key) is not True:
-            raise JobFailure("timing", f"the {self.role}'s process answered a timed batch with "
-                                       "a malformed message")
+            stage = "problem" if self.role == "reference" else "timing"
+            raise JobFailure(stage, link_faults.unexpected(
+                self.role, msg, during, "its answer", timed))
         return msg
 
     def request_outputs(self, call: int, select: list[Any]) -> None:
@@ -159,14 +190,7 @@ class TimedProcess:
             return "ended"
         if not done:
             return "stopped answering"
-        if os.WIFSIGNALED(status):
-            import signal
-
-            sig = os.WTERMSIG(status)
-            name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
-            return f"died from {name}" + (" (writing into its read-only inputs?)"
-                                          if name in ("SIGSEGV", "SIGBUS") else "")
-        return f"exited with status {os.WEXITSTATUS(status)}"
+        return link_faults.exit_words(status)
 
     def request_exit(self) -> None:
         """Tell the process to end (idempotent); `close` waits for it. Both processes are told
