@@ -19,7 +19,8 @@ from kernelevolve.operators.base import Draft, ParentView
 from kernelevolve.operators.prompt import PromptBuilder
 from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
-from kernelevolve.search.memory import NOISY_LEGEND, fitness_interval, history_table
+from kernelevolve.search.memory import (NOISY_LEGEND, fitness_baseline, fitness_interval,
+                                        history_table)
 from kernelevolve.search.policies import Greedy
 from kernelevolve.search.termination import Budgets, Progress
 
@@ -122,6 +123,18 @@ def test_the_fitness_interval_is_that_of_the_fitness_baseline():
     assert fitness_interval(over_compile, result) == (1.3, 1.5)
     assert fitness_interval(over_eager, result) == (2.8, 3.2)
     assert fitness_interval(over_eager, {"speedup": 3.0}) is None  # an old store
+    assert fitness_baseline(over_compile, result) == "torch.compile"
+    assert fitness_baseline(over_eager, result) == "eager"
+    slow = Node(3, (0,), "llm", "slow", "h3", "done", "accepted", 0.8, 1.6)
+    graph = SearchGraph()
+    for node in (Node(ROOT, (), "reference", "ref", "h0", status="root", fitness=1.0),
+                 over_compile, slow):
+        graph.add(node)
+    both = {1: result, 3: {"speedup": 1.6, "speedup_ci": [1.5, 1.7], "compile_speedup": 0.8,
+                           "compile_speedup_ci": [0.7, 0.9]}}
+    text = history_table(graph, both.get)
+    assert "Best: node 1 at 1.400x over torch.compile (95% interval 1.3-1.5)." in text
+    assert "| accepted, slower than torch.compile | 0.800x [0.7-0.9] |" in _row(text, 3)
 
 
 def test_without_intervals_a_relative_margin_decides():

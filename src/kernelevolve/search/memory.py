@@ -39,8 +39,9 @@ KEEP_RECENT = 3      # nor the newest ones
 EAGER_SWING = 1.5    # a case's eager time this far off its run median: the load moved it
 _PREFIXES = ("llm draft:", "llm improve:", "llm agent draft:", "llm agent improve:", "change:")
 
-LEGEND = ("Speedup [95% interval]. REGRESSED: its interval lies wholly below its parent's; "
-          "\"within noise of parent\": the intervals overlap, no measurable difference.")
+LEGEND = ("Speedup [95% interval] over the run's baseline. REGRESSED: its interval lies wholly "
+          "below its parent's; \"within noise of parent\": the intervals overlap, no measurable "
+          "difference.")
 NOISY_LEGEND = ("noisy(xF) after a ms figure: that case's timings varied in that evaluation (or "
                 "the machine's load moved them); differences under about F times on that case "
                 "are noise, not a change the code made.")
@@ -72,6 +73,10 @@ def describe(node: Node, limit: int = 90) -> str:
     return first if len(first) <= limit else first[: limit - 1] + "…"
 
 
+def _is(value: Any, fitness: float) -> bool:
+    return value is not None and abs(value - fitness) <= 1e-6 * abs(fitness)
+
+
 def fitness_interval(node: Node, result: dict[str, Any] | None) -> tuple[float, float] | None:
     """The 95% interval of the node's fitness: that of the speedup the fitness is (over eager,
     or over torch.compile), None where the evaluation recorded none."""
@@ -79,10 +84,21 @@ def fitness_interval(node: Node, result: dict[str, Any] | None) -> tuple[float, 
     if node.fitness is None:
         return None
     for point, interval in (("speedup", "speedup_ci"), ("compile_speedup", "compile_speedup_ci")):
-        value, ci = result.get(point), result.get(interval)
-        if value is not None and ci and abs(value - node.fitness) <= 1e-6 * abs(node.fitness):
+        ci = result.get(interval)
+        if ci and _is(result.get(point), node.fitness):
             return float(ci[0]), float(ci[1])
     return None
+
+
+def fitness_baseline(node: Node, result: dict[str, Any] | None) -> str:
+    """What the node's fitness is a speedup over: "torch.compile" when it is the evaluation's
+    compile speedup (--baseline compile), else "eager"."""
+    result = result or {}
+    if node.fitness is None or _is(result.get("speedup"), node.fitness):
+        return "eager"
+    if _is(result.get("compile_speedup"), node.fitness) or result.get("baseline") == "compile":
+        return "torch.compile"
+    return "eager"
 
 
 def _ci_text(ci: tuple[float, float] | None) -> str:
@@ -192,7 +208,7 @@ def history_table(graph: SearchGraph, results: Results | None = None,
 
 def _best_text(best: Node, result: dict[str, Any] | None) -> str:
     ci = fitness_interval(best, result)
-    return (f" Best: node {best.id} at {best.fitness:.3f}x over eager"
+    return (f" Best: node {best.id} at {best.fitness:.3f}x over {fitness_baseline(best, result)}"
             + (f" (95% interval {ci[0]:.3g}-{ci[1]:.3g})." if ci else "."))
 
 
@@ -238,10 +254,11 @@ def _verdict(graph: SearchGraph, node: Node, best: Node | None, results: Results
             parts = [f"REGRESSED (parent {figure})"]
         elif not clearly_below(parent.fitness, theirs, node.fitness, mine):
             parts.append(f"within noise of parent ({figure})")
+    base = fitness_baseline(node, results(node.id))
     if node.fitness is not None and clearly_below(node.fitness, mine, 1.0, (1.0, 1.0)):
-        parts.append("slower than eager")
+        parts.append(f"slower than {base}")
     elif node.fitness is not None and node.fitness < 1.0:
-        parts.append("within noise of eager")
+        parts.append(f"within noise of {base}")
     return ", ".join(parts)
 
 
