@@ -84,7 +84,8 @@ def test_fp32_default_tolerance_boundaries():
     out = cmp([ref], [inside])
     assert out.ok, out.reason
     assert out.max_abs_err == pytest.approx(1.0e-2, rel=1e-3)
-    assert out.max_rel_err > 1e6  # relative to an exact zero: |ref| is clamped to 1e-12
+    # Relative to the output's scale (its largest |ref|, 100), not to the exact zero at [0].
+    assert out.max_rel_err == pytest.approx(1.0e-4, rel=1e-3)
     for i, over in enumerate([1.2e-4, 2.2e-4, 1.03e-2]):
         cand = inside.clone()
         cand[i] = ref[i] + over
@@ -168,7 +169,8 @@ def test_first_mismatch_text_and_counts():
     out = cmp([ref], [cand])
     assert not out.ok
     assert out.reason == ("output differs from the reference in 2 of 12 elements (allowed "
-                          "atol=0.0001 rtol=0.0001; max abs err 2, max rel err 2e+12); "
+                          "atol=0.0001 rtol=0.0001, the worst element is 2e+04x its allowance; "
+                          "max abs err 2, max rel err 2e+04 of the output's largest |value|); "
                           "first mismatch at [1, 3]: expected 0, got 1")
     assert out.mismatch == "first mismatch at [1, 3]: expected 0, got 1"
     assert out.max_abs_err == 2.0
@@ -197,3 +199,74 @@ def test_default_tolerance_table():
     assert set(DEFAULT_TOLERANCE) >= {"float64", "float32", "float16", "bfloat16"}
     assert tolerance_for(torch.int64, None) == (0.0, 0.0)
     assert tolerance_for(torch.bool, None) == (0.0, 0.0)
+
+
+def test_a_correct_output_on_a_reference_near_zero_reports_a_small_relative_error():
+    """A sine through zero, computed in another order: correct, and its relative error is small
+    (an elementwise |cand - ref| / |ref| read 7.8e+04 for such a candidate)."""
+    x = torch.linspace(-3.0, 3.0, 4097, dtype=torch.float64)  # crosses 0 within 1e-16
+    ref = torch.sin(x).float()
+    cand = (torch.sin(x) + 3e-7 * torch.cos(7 * x)).float()
+    assert float((cand.double() - ref.double()).abs().div(ref.double().abs()).max()) > 1e3
+    out = cmp([ref], [cand])
+    assert out.ok, out.reason
+    assert 0 < out.max_rel_err < 1e-5
+    assert out.max_rel_err == pytest.approx(out.max_abs_err / float(ref.abs().max()))
+
+
+def test_the_relative_error_of_an_all_zero_reference_is_finite():
+    ref = torch.zeros(8)
+    out = cmp([ref], [ref + 1e-6])
+    assert out.ok and out.max_rel_err == pytest.approx(1e-6 / 1e-4)  # scale floored at atol
+    assert cmp([ref], [ref.clone()]).max_rel_err == 0.0
+
+
+NEAR_ZERO_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sin(x)
+
+
+def get_inputs():
+    return [torch.linspace(-3.0, 3.0, 4097).reshape(17, 241)]  # crosses zero
+
+
+def get_init_inputs():
+    return []
+'''
+
+# sin(x) as cos(x - pi/2) in float32: correct to about one ulp of pi/2 (1e-7) everywhere, so
+# where sin(x) is near zero (exactly zero at x = 0) |cand - ref| / |ref| is huge.
+NEAR_ZERO_CANDIDATE = '''
+import math
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.cos(x - math.pi / 2)
+'''
+
+
+@pytest.mark.slow
+def test_a_correct_candidate_on_a_near_zero_reference_reports_a_small_relative_error(
+        evaluator, write):
+    """Through the real harness and the agent's `check` text: the figure a model reads."""
+    from dataclasses import replace
+
+    from kernelevolve.operators.agent_tools import check_text
+
+    opts = replace(evaluator.options, stop_after="integrity")
+    result = evaluator.evaluate(write("near_zero.py", NEAR_ZERO_PROBLEM),
+                                write("cand.py", NEAR_ZERO_CANDIDATE), options=opts)
+    assert result.stage != "correctness", result.reason
+    (case,) = result.cases
+    assert case.correct and case.max_abs_err > 0, result.reason
+    assert case.max_rel_err < 1e-5  # elementwise against |ref| (clamped to 1e-12): ~4e+04
+    text = check_text(result.to_dict(), case.name)
+    assert f"max rel err {case.max_rel_err:.4g} (of the output's largest |value|)" in text

@@ -238,7 +238,8 @@ def check_text(result: dict[str, Any], case: str) -> str:
     for c in result.get("cases") or []:
         if c.get("correct") is not None:
             lines.append(f"case {c['name']}: correct {c['correct']}, max abs err "
-                         f"{_num(c.get('max_abs_err'))}, max rel err {_num(c.get('max_rel_err'))}")
+                         f"{_num(c.get('max_abs_err'))}, max rel err "
+                         f"{_num(c.get('max_rel_err'))} (of the output's largest |value|)")
     return "\n".join(lines)
 
 
