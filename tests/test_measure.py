@@ -188,7 +188,7 @@ def test_an_unreadable_output_names_its_reason():
                            (["float32", [4, 5], [6, 1]], "shape"),
                            (["float32", [4, 6], [-6, 1]], "strides"),
                            (["float32", [4, 6], [1 << 60, 1]], "strides"),
-                           ("garbage", "malformed")):
+                           ("garbage", "harness's reply was altered")):
         with pytest.raises(sampled_outputs.UnreadableOutput, match=why):
             strides = sampled_outputs.described_strides(described, "float32", [4, 6])
             sampled_outputs.read(me, t.data_ptr(), "float32", [4, 6], strides, None)

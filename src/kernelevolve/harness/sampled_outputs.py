@@ -227,7 +227,9 @@ def described_strides(described: Any, dtype: str, shape: list[int]) -> list[int]
     timed call that returned something else)."""
     if not (isinstance(described, list) and len(described) == 3 and
             isinstance(described[2], list)):
-        raise UnreadableOutput("the candidate's process described it malformed")
+        raise UnreadableOutput("the candidate's process answered without its dtype, shape "
+                               "and strides (the harness's reply was altered: leave the "
+                               "harness's own objects alone)")
     got_dtype, got_shape, strides = described
     if got_dtype != dtype or got_shape != shape:
         raise UnreadableOutput(f"it is a {got_dtype} tensor of shape {got_shape}; the "
