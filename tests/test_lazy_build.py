@@ -87,6 +87,20 @@ def test_a_library_built_on_the_first_forward_is_built_untimed_and_accepted(eval
 
 
 @pytest.mark.slow
+def test_the_in_process_protocol_builds_a_lazy_library_untimed_too(evaluator, write):
+    """Devices time in the candidate's own process (harness/measure_inprocess.py): the lazy
+    library is accepted there too, built on the case's first call, made before timing (with no
+    warm-up calls, it would otherwise land in a timed sample)."""
+    from dataclasses import replace
+
+    opts = replace(evaluator.options, measurement="inprocess",
+                   timing=replace(evaluator.options.timing, warmup=0))
+    result = evaluator.evaluate(write("double.py", DOUBLE),
+                                write("lazy.py", LAZY.format(build_at=1)), options=opts)
+    assert result.accepted and result.measured, result.reason
+
+
+@pytest.mark.slow
 def test_a_library_built_during_a_timed_batch_is_rejected_with_its_cause(evaluator, write):
     # Call 60: past the check job's calls and the measure job's untimed first call, inside the
     # first (warm-up) batch, whose calls are timed like every other batch's.
