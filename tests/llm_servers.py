@@ -41,27 +41,38 @@ is on the request: `request.tool_results` ([(tool call id, result text)], either
 answers every request that carries `tools` with a protocol-shaped 400 ("tools are not supported
 by this server", as servers without tool calling do) without consuming the script.
 
+Streaming: a request with `"stream": true` is answered with server-sent events in its
+protocol (OpenAI `chat.completion.chunk`s ending in `data: [DONE]`, with a usage chunk when
+`stream_options.include_usage` asks for one; Anthropic `message_start` ... `message_stop`). The
+reply's text (and tool-call arguments) is cut into `Reply.chunks` pieces, and the events are
+sent `chunk_delay_s` apart, so a test can make an answer that keeps arriving for seconds. An error status is answered
+as plain JSON, before any event, as real servers do; `body` with status 200 is sent as one event.
+`ScriptedServer(..., reject_stream=True)` answers every streaming request with a 400 ("stream is
+not supported by this server") without consuming the script; `ignore_stream=True` answers it
+with the whole JSON reply, as servers that ignore `stream` do.
+
 The server runs in a daemon thread, binds 127.0.0.1 on a free port, and never touches the
 network. Delayed replies (`Reply(delay_s=...)`) are cut short when the server closes, so a
-timeout test does not hold up teardown.
+timeout test does not hold up teardown, and when the client closes the connection: such a
+request is `abandoned` and no longer counts as in flight. `max_in_flight` is exact even for a
+client that re-sends at once: when a request arrives, any earlier one whose client has already
+hung up is retired first.
 """
 from __future__ import annotations
 
 import itertools
 import json
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Union
 
+from llm_wire import text_of, error_body, prompt_of, sse_events, success_body
+
 __all__ = ["Reply", "RecordedRequest", "ScriptedServer", "prompt_of"]
-
-# Default error bodies, in each protocol's shape, by status.
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
-                500: "api_error", 503: "api_error", 529: "overloaded_error"}
-
 
 @dataclass
 class Reply:
@@ -84,6 +95,8 @@ class Reply:
     tokens_in: int | None = None
     tokens_out: int | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"name", "arguments"[, "id"]}
+    chunks: int = 1            # streaming only: pieces the text is sent in
+    chunk_delay_s: float = 0.0  # streaming only: wait before each piece
 
 
 @dataclass
@@ -96,6 +109,13 @@ class RecordedRequest:
     protocol: str  # "openai" or "anthropic"
     arrived: float  # time.monotonic()
     finished: float | None = None  # when the reply was sent (or abandoned)
+    abandoned: bool = False  # the client hung up before the whole reply was sent
+    _sock: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def streamed(self) -> bool:
+        """The client asked for a streamed reply."""
+        return isinstance(self.json, dict) and bool(self.json.get("stream"))
 
     @property
     def prompt(self) -> str:
@@ -116,30 +136,11 @@ class RecordedRequest:
         body = self.json if isinstance(self.json, dict) else {}
         for m in body.get("messages", []):
             if m.get("role") == "tool":
-                out.append((m.get("tool_call_id"), _text_of(m.get("content"))))
+                out.append((m.get("tool_call_id"), text_of(m.get("content"))))
             elif isinstance(m.get("content"), list):
-                out += [(b.get("tool_use_id"), _text_of(b.get("content")))
+                out += [(b.get("tool_use_id"), text_of(b.get("content")))
                         for b in m["content"] if b.get("type") == "tool_result"]
         return out
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content blocks [{"type": "text", "text": ...}]
-        return "\n".join(b.get("text", "") if b.get("type") != "tool_result"
-                         else _text_of(b.get("content")) for b in content if isinstance(b, dict))
-    return ""
-
-
-def prompt_of(request_json: Any) -> str:
-    """All prompt text of an OpenAI or Anthropic request body: system first, then messages."""
-    if not isinstance(request_json, dict):
-        return ""
-    parts = [_text_of(request_json.get("system", ""))]
-    parts += [_text_of(m.get("content")) for m in request_json.get("messages", [])
-              if isinstance(m, dict)]
-    return "\n".join(p for p in parts if p)
 
 
 Script = Iterable[Union[Reply, str]]
@@ -154,12 +155,15 @@ class ScriptedServer:
     """
 
     def __init__(self, script: Script | None = None, *, handler: Handler | None = None,
-                 reject_tools: bool = False):
+                 reject_tools: bool = False, reject_stream: bool = False,
+                 ignore_stream: bool = False):
         if script is not None and handler is not None:
             raise ValueError("give a script or a handler, not both")
         self._script = [Reply(text=r) if isinstance(r, str) else r for r in (script or [])]
         self._handler = handler
         self.reject_tools = reject_tools
+        self.reject_stream = reject_stream
+        self.ignore_stream = ignore_stream
         self._last: Reply = Reply()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -236,55 +240,47 @@ class ScriptedServer:
 
     def _enter(self, request: RecordedRequest) -> None:
         with self._lock:
+            for earlier in self.requests:  # retire requests whose client has hung up
+                if earlier.finished is None and _peer_closed(earlier._sock):
+                    self._retire(earlier, abandoned=True)
             self.requests.append(request)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
-    def _leave(self, request: RecordedRequest) -> None:
+    def _leave(self, request: RecordedRequest, abandoned: bool = False) -> None:
         with self._lock:
+            self._retire(request, abandoned)
+
+    def _retire(self, request: RecordedRequest, abandoned: bool) -> None:
+        if request.finished is None:  # once, whoever notices first
             self.in_flight -= 1
             request.finished = time.monotonic()
+            request.abandoned = abandoned
+
+    def _wait(self, request: RecordedRequest, seconds: float) -> bool:
+        """Sleep `seconds`; False (stop answering) when the server closes or the client hangs
+        up meanwhile."""
+        end = time.monotonic() + seconds
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return True
+            if self._closing.wait(min(0.02, left)):
+                return False
+            if _peer_closed(request._sock):
+                self._leave(request, abandoned=True)
+                return False
 
 
-def _approx_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
-def _success_body(protocol: str, reply: Reply, request_json: dict, rid: int) -> dict:
-    model = request_json.get("model", "unknown")
-    t_in = reply.tokens_in if reply.tokens_in is not None else _approx_tokens(
-        prompt_of(request_json))
-    t_out = reply.tokens_out if reply.tokens_out is not None else _approx_tokens(reply.text)
-    calls = reply.tool_calls
-    if protocol == "openai":
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-        if calls:
-            message["content"] = reply.text or None
-            message["tool_calls"] = [
-                {"id": c.get("id") or f"call_{rid}_{i}", "type": "function",
-                 "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
-                for i, c in enumerate(calls)]
-        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
-        return {"id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
-                "model": model,
-                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-                "usage": {"prompt_tokens": t_in, "completion_tokens": t_out,
-                          "total_tokens": t_in + t_out}}
-    content = [{"type": "text", "text": reply.text}] if reply.text or not calls else []
-    content += [{"type": "tool_use", "id": c.get("id") or f"toolu_{rid}_{i}", "name": c["name"],
-                 "input": c.get("arguments", {})} for i, c in enumerate(calls)]
-    return {"id": f"msg_{rid:08d}", "type": "message", "role": "assistant", "model": model,
-            "content": content,
-            "stop_reason": reply.finish_reason or ("tool_use" if calls else "end_turn"),
-            "stop_sequence": None, "usage": {"input_tokens": t_in, "output_tokens": t_out}}
-
-
-def _error_body(protocol: str, status: int) -> dict:
-    kind = _ERROR_TYPES.get(status, "api_error")
-    message = f"scripted {status}"
-    if protocol == "openai":
-        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-    return {"type": "error", "error": {"type": kind, "message": message}}
+def _peer_closed(sock: Any) -> bool:
+    """The client closed this connection (readable with nothing to read), without blocking."""
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
@@ -312,28 +308,65 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return
             request = RecordedRequest(path=self.path, protocol=protocol, json=body,
                                       headers={k.lower(): v for k, v in self.headers.items()},
-                                      arrived=arrived)
+                                      arrived=arrived, _sock=self.connection)
             server._enter(request)
             try:
                 if server.reject_tools and isinstance(body, dict) and body.get("tools"):
-                    out = _error_body(protocol, 400)
+                    out = error_body(protocol, 400)
                     out["error"]["message"] = "tools are not supported by this server"
                     self._send(400, out, {})
                     return
+                if server.reject_stream and request.streamed:
+                    out = error_body(protocol, 400)
+                    out["error"]["message"] = "stream is not supported by this server"
+                    self._send(400, out, {})
+                    return
                 reply = server._next_reply(body)
-                if reply.delay_s > 0 and server._closing.wait(reply.delay_s):
-                    return  # server closing: abandon the reply
+                if reply.delay_s > 0 and not server._wait(request, reply.delay_s):
+                    return  # server closing or client gone: abandon the reply
+                if reply.status == 200 and request.streamed and not server.ignore_stream:
+                    self._stream(request, reply, body, protocol, next(server._ids))
+                    return
                 if reply.status == 200:
-                    out = reply.body if reply.body is not None else _success_body(
+                    out = reply.body if reply.body is not None else success_body(
                         protocol, reply, body if isinstance(body, dict) else {}, next(server._ids))
                 else:
-                    out = reply.body if reply.body is not None else _error_body(
+                    out = reply.body if reply.body is not None else error_body(
                         protocol, reply.status)
                 self._send(reply.status, out, reply.headers)
             except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a timeout test); nothing to answer
+                server._leave(request, abandoned=True)  # the client gave up (a timeout test)
             finally:
                 server._leave(request)
+
+        def _stream(self, request: RecordedRequest, reply: Reply, body: dict, protocol: str,
+                    rid: int) -> None:
+            """Answer with server-sent events, in HTTP/1.1 chunked transfer encoding."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            if reply.body is not None:
+                events = iter([(None, reply.body)] + ([(None, "[DONE]")]
+                                                      if protocol == "openai" else []))
+            else:
+                events = sse_events(protocol, success_body(protocol, reply, body, rid),
+                                    reply.chunks, bool((body.get("stream_options") or {}).get(
+                                        "include_usage")))
+            for i, (name, data) in enumerate(events):
+                if i and reply.chunk_delay_s > 0 and not server._wait(request,
+                                                                      reply.chunk_delay_s):
+                    return
+                text = data if isinstance(data, str) else json.dumps(data)
+                frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
+                self._chunk(frame.encode())
+            self._chunk(b"")
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
 
         def _send(self, status: int, out: Any, headers: dict[str, str]) -> None:
             data = out.encode() if isinstance(out, str) else json.dumps(out).encode()

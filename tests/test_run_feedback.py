@@ -113,11 +113,12 @@ def test_preflight_unit_checks():
 
 @pytest.mark.slow
 def test_llm_that_fails_every_call_stops_the_run_with_exit_5(tmp_path):
-    """Auth failures (not retried): after --llm-max-failures calls in a row the run stops with
-    the server's words, in the final text (not a terminal), the summary, the funnel and the
-    report; the seed's measurement is kept and re-measured."""
+    """Failures no retry fixes (an unknown model: 404): after --llm-max-failures calls in a row
+    the run stops with the server's words, in the final text (not a terminal), the summary, the
+    funnel and the report; the seed's measurement is kept and re-measured. (An auth error stops
+    at the first call: tests/test_llm_calls.py.)"""
     ws = tmp_path / "ws"
-    with ScriptedServer([Reply(status=401, text="invalid api key")]) as server:
+    with ScriptedServer([Reply(status=404, text="no such model")]) as server:
         r = cli("optimize", example("softmax"), "--seed-candidate", SEED, "--operator", "llm",
                 "--llm", "openai:test-model", "--llm-base-url", server.openai_base_url,
                 "--llm-api-key-env", KEY_VAR, "--llm-max-failures", 2, "--max-evals", 6,
@@ -127,17 +128,17 @@ def test_llm_that_fails_every_call_stops_the_run_with_exit_5(tmp_path):
     assert 2 <= calls <= 4  # stopped after two failed calls (two may have been in flight)
     out = r.stdout.replace("\n", " ")
     assert "stopped by failures: " in out and "LLM calls in a row failed" in out
-    assert "401" in out and "LLM: " in out and "calls failed (last: " in out
+    assert "404" in out and "LLM: " in out and "calls failed (last: " in out
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["outcome"]["kind"] == "stopped_by_failures"
-    assert s["llm_failures"]["failed_calls"] >= 2 and "401" in s["llm_failures"]["last_error"]
+    assert s["llm_failures"]["failed_calls"] >= 2 and "404" in s["llm_failures"]["last_error"]
     assert s["funnel"]["llm"] >= 2 and s["evaluations"] == 1  # the seed was measured
     assert "best kernel:" not in out  # no safe improvement over eager from a 0.2x seed
     r = cli("show", s["run_id"], "--workspace", ws)
     assert "LLM calls failed" in r.stdout.replace("\n", " ")
     r = cli("report", s["run_id"], "--workspace", ws, "--html", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
-    assert 'id="llm-failures"' in page and "401" in page
+    assert 'id="llm-failures"' in page and "404" in page
 
 
 def test_endpoint_dying_mid_run_stops_the_search(tmp_path):

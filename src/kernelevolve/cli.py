@@ -21,7 +21,7 @@ from kernelevolve.cli_options import (  # noqa: F401
     OPT_MAX_TOKENS, OPT_TARGET, OPT_STOP_AT_SOL, OPT_BASELINE,
     OPT_COMPILE_FIGURES, OPT_WORKERS, OPT_EXECUTOR, OPT_RAY_ADDRESS,
     OPT_SEED, OPT_LLM, OPT_LLM_BASE_URL, OPT_LLM_API_KEY_ENV,
-    OPT_LLM_MAX_FAILURES, OPT_AGENT, OPT_AGENT_TURNS, OPT_LANGUAGE,
+    OPT_LLM_TIMEOUT, OPT_LLM_MAX_FAILURES, OPT_AGENT, OPT_AGENT_TURNS, OPT_LANGUAGE,
     OPT_NOTES, OPT_JSON_PATH)
 from kernelevolve.errors import KernelevolveError
 
@@ -153,6 +153,7 @@ def optimize_cmd(
     llm: Optional[str] = OPT_LLM,
     llm_base_url: Optional[str] = OPT_LLM_BASE_URL,
     llm_api_key_env: Optional[str] = OPT_LLM_API_KEY_ENV,
+    llm_timeout: Optional[float] = OPT_LLM_TIMEOUT,
     llm_max_failures: Optional[int] = OPT_LLM_MAX_FAILURES,
     agent: bool = OPT_AGENT,
     agent_turns: Optional[int] = OPT_AGENT_TURNS,

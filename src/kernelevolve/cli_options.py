@@ -105,6 +105,10 @@ OPT_LLM_BASE_URL = typer.Option(None, "--llm-base-url", metavar="URL",
 OPT_LLM_API_KEY_ENV = typer.Option(
     None, "--llm-api-key-env", metavar="VAR",
     help="Variable holding the API key (OPENAI_API_KEY or ANTHROPIC_API_KEY).")
+OPT_LLM_TIMEOUT = typer.Option(
+    None, "--llm-timeout", metavar="SECONDS",
+    help="Give up on an LLM request after this long with nothing received; replies are "
+         "streamed, so a slow model that keeps writing is never cut off (600).")
 OPT_LLM_MAX_FAILURES = typer.Option(
     None, "--llm-max-failures", metavar="N",
     help="Stop the run after this many failed LLM calls in a row (4).")

@@ -93,7 +93,7 @@ def _say_how_it_starts(run) -> None:
 
 
 def _print_outcome(run, outcome: dict, summary: dict, console: Console) -> None:
-    from kernelevolve.report.summary import failure_line, measurement_notes
+    from kernelevolve.report.summary import calls_line, failure_line, measurement_notes
 
     style = {"improved": "bold green", "stopped_by_failures": "bold red"}.get(
         outcome["kind"], "bold yellow")
@@ -103,6 +103,9 @@ def _print_outcome(run, outcome: dict, summary: dict, console: Console) -> None:
     for note in measurement_notes(summary):
         console.print(escape(note), soft_wrap=True, style="dim" if not note.startswith(
             "warning") else "yellow")
+    calls = calls_line(summary.get("cost"))
+    if calls:
+        console.print(escape(calls), soft_wrap=True)
     failures = failure_line(summary.get("llm_failures"))
     if failures:
         console.print(f"[bold red]{escape(failures)}[/]", soft_wrap=True)

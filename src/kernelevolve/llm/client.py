@@ -7,6 +7,12 @@ SDKs do not give in one place: our retry policy (retry.py), per-model parameter 
 (prices.py), and a `CallRecord` for every call, successful or not, handed to `on_call` so the
 run can store the prompt, the reply, the tokens and the cost.
 
+Every attempt is accounted for: replies are streamed (llm/stream.py), so the timeout is an idle
+timeout a slow but working server never hits; a retry is sent only after the previous attempt's
+connection is closed (never two attempts of one call in flight); and the record says how many
+attempts a call took, how many timed out, and why each re-send happened (`retries`), so a run
+summary can say "2 retried (1 timeout after 600 s, 1 HTTP 529)" instead of silence.
+
 Secrets: the API key is read from its environment variable once, when the client is created,
 kept in a private attribute, and sent only in the request headers. It is never part of a
 `Completion`, a `CallRecord`, an `LLMError` message or this client's repr; any echo of it in
@@ -25,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernelevolve import knobs
-from kernelevolve.errors import KernelevolveError
-from kernelevolve.llm import quirks, tools
+from kernelevolve.llm import quirks, stream, tools
 from kernelevolve.llm.prices import cost_usd
+from kernelevolve.llm.records import CallRecord, Completion, LLMError
 from kernelevolve.llm.retry import Failure, backoff_s, classify
 from kernelevolve.llm.spec import LLMConfig
 
@@ -38,72 +44,10 @@ PLACEHOLDER_KEY = "not-needed"
 _REDACTED = "[redacted]"
 
 
-class LLMError(KernelevolveError):
-    """An LLM call that failed for good: retries exhausted, or a non-retryable reply (4xx)."""
-
-    def __init__(self, message: str, *, status: int | None = None, attempts: int = 0):
-        self.status = status
-        self.attempts = attempts
-        super().__init__(message)
-
-    def __reduce__(self):
-        return (_rebuild_llm_error, (str(self), self.status, self.attempts))
-
-
-def _rebuild_llm_error(message: str, status: int | None, attempts: int) -> LLMError:
-    return LLMError(message, status=status, attempts=attempts)
-
-
-@dataclass(frozen=True)
-class Completion:
-    """A successful reply. tokens/cost are None when the server or price table did not say."""
-
-    text: str
-    provider: str
-    model: str
-    tokens_in: int | None
-    tokens_out: int | None
-    latency_s: float
-    cost_usd: float | None
-    attempts: int
-    finish_reason: str | None
-    tool_calls: tuple = ()  # llm.tools.ToolCall, from converse(); () from complete()
-    tools_mode: str | None = None  # converse(): "native" or "text" (the plain-text fallback)
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One `complete()` call as the store keeps it: what was asked, what came back, what it cost.
-
-    `response` is None and `error` holds the one-line reason when the call failed. latency_s
-    covers all attempts and the waits between them (not the wait for a concurrency slot).
-    A converse() call (the agent's tool loop) also keeps the whole transcript it sent
-    (`messages`, protocol-neutral: see llm/tools.py), the tool calls of the reply and the mode;
-    `user` is then the transcript's first user message.
-    """
-
-    ts: float
-    provider: str
-    model: str
-    system: str
-    user: str
-    response: str | None
-    tokens_in: int | None
-    tokens_out: int | None
-    latency_s: float
-    cost_usd: float | None
-    attempts: int
-    error: str | None
-    messages: list[dict[str, Any]] | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tools_mode: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-class _NoChoices(Exception):
-    """A 200 reply without choices (seen from overloaded proxies); not retried."""
+# What a quirk-driven re-send is called in a call's `retries`.
+_RESENT = {quirks.NO_TEMPERATURE: "re-sent without temperature",
+           quirks.MAX_COMPLETION_TOKENS: "re-sent with max_completion_tokens",
+           quirks.NO_STREAM: "re-sent without streaming"}
 
 
 class _ToolsRejected(Exception):
@@ -172,8 +116,9 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             cfg = self.config
+            # The SDK's own (per-read) timeout is a backstop a little past ours (stream.py).
             kwargs: dict[str, Any] = dict(api_key=self._api_key, max_retries=0,
-                                          timeout=cfg.timeout_s)
+                                          timeout=cfg.timeout_s + 5.0)
             if cfg.base_url:
                 kwargs["base_url"] = cfg.base_url
             factory = (self._sdk.AsyncOpenAI if cfg.provider == "openai"
@@ -203,18 +148,25 @@ class LLMClient:
             return text.replace(self._api_key, _REDACTED)
         return text
 
-    async def _request(self, client: Any, ask: _Ask, params: dict):
+    async def _request(self, client: Any, ask: _Ask, params: dict, streamed: bool):
         """One HTTP attempt -> (text, tool calls, tokens_in, tokens_out, finish_reason)."""
         cfg = self.config
+        kwargs = (tools.anthropic_kwargs if cfg.provider == "anthropic" else tools.openai_kwargs)(
+            ask.system, ask.messages, ask.tools)
+        deadline = time.monotonic() + cfg.max_call_s
+        if streamed:
+            return await stream.request(client, cfg.provider, cfg.model, kwargs, params,
+                                        cfg.timeout_s, deadline)
+        # A server that cannot stream: the idle timeout bounds the wait for the whole reply.
         if cfg.provider == "anthropic":
-            resp = await client.messages.create(
-                model=cfg.model, **tools.anthropic_kwargs(ask.system, ask.messages, ask.tools),
-                **params)
+            opening = client.messages.create(model=cfg.model, **kwargs, **params)
+        else:
+            opening = client.chat.completions.create(model=cfg.model, **kwargs, **params)
+        resp = await stream.within(opening, cfg.timeout_s, deadline)
+        if cfg.provider == "anthropic":
             return tools.parse_anthropic(resp)
-        resp = await client.chat.completions.create(
-            model=cfg.model, **tools.openai_kwargs(ask.system, ask.messages, ask.tools), **params)
         if not resp.choices:
-            raise _NoChoices()
+            raise stream.NoChoices()
         return tools.parse_openai(resp)
 
     # -- the calls ------------------------------------------------------------------------
@@ -255,65 +207,82 @@ class LLMClient:
         record = record or ask
         client, sem = self._bind_loop()
         async with sem:
-            ts, start = time.time(), time.monotonic()
-            attempts, retries = 0, 0
+            log = _Log(time.time(), time.monotonic())
+            retries = 0
             while True:
-                attempts += 1
+                log.attempts += 1
                 params = quirks.request_params(cfg.provider, cfg.model, cfg.temperature,
                                                cfg.max_output_tokens, base_url=cfg.base_url)
+                log.streamed = quirks.NO_STREAM not in quirks.learned(cfg.provider, cfg.model,
+                                                                      cfg.base_url)
                 try:
-                    reply, failure = await self._attempt(client, ask, params)
+                    reply, failure = await self._attempt(client, ask, params, log.streamed)
                 except Exception as exc:
-                    self._record(ts, start, record, None, attempts, repr(exc))
+                    self._record(log, record, None, repr(exc), cause="client error")
                     raise
                 if failure is None:
                     text, calls, t_in, t_out, finish = reply
                     break
+                log.timeouts += failure.kind in ("timeout", "cap")
                 quirk = quirks.quirk_from_rejection(failure.status, failure.message, params)
+                if quirk is None and log.streamed and quirks.rejects_stream(failure.status,
+                                                                            failure.message):
+                    quirk = quirks.NO_STREAM
                 if quirk is not None:
                     # Fix the request and resend at once; quirks.learn makes later calls for this
                     # model skip the bad parameter from the start. Each quirk applies once, so
                     # this cannot loop.
                     quirks.learn(cfg.provider, cfg.model, quirk, base_url=cfg.base_url)
+                    log.retry(_RESENT[quirk], self._scrub(failure.describe()))
                     continue
                 if ask.tools and tools.rejects_tools(failure.status, failure.message):
-                    self._record(ts, start, record, None, attempts, self._error_message(
-                        failure, attempts) + "; continuing without native tool calling")
+                    self._record(log, record, None, self._error_message(
+                        failure, log.attempts) + "; continuing without native tool calling",
+                        cause=failure.label)
                     raise _ToolsRejected()
                 if failure.retryable and retries < cfg.max_retries:
                     retries += 1
+                    log.retry(failure.label, self._scrub(failure.describe()))
                     await self._sleep(backoff_s(retries, cfg.retry_base_s, cfg.retry_cap_s,
                                                 failure.retry_after_s, self._rng))
                     continue
-                error = self._error_message(failure, attempts)
-                self._record(ts, start, record, None, attempts, error)
-                raise LLMError(error, status=failure.status, attempts=attempts)
-            latency = time.monotonic() - start
+                error = self._error_message(failure, log.attempts)
+                self._record(log, record, None, error, cause=failure.label)
+                raise LLMError(error, status=failure.status, attempts=log.attempts)
+            latency = time.monotonic() - log.start
         text = self._scrub(text) or ""
         if text_calls_turn is not None:
             calls = tools.parse_text_calls(text, text_calls_turn)
         cost = cost_usd(cfg.provider, cfg.model, t_in, t_out)
-        self._record(ts, start, record, text, attempts, None, t_in, t_out, cost, latency, calls)
+        self._record(log, record, text, None, t_in, t_out, cost, latency, calls)
         return Completion(text=text, provider=cfg.provider, model=cfg.model, tokens_in=t_in,
-                          tokens_out=t_out, latency_s=latency, cost_usd=cost, attempts=attempts,
-                          finish_reason=finish, tool_calls=tuple(calls), tools_mode=record.mode)
+                          tokens_out=t_out, latency_s=latency, cost_usd=cost,
+                          attempts=log.attempts, finish_reason=finish, tool_calls=tuple(calls),
+                          tools_mode=record.mode, retries=tuple(log.retries))
 
-    async def _attempt(self, client, ask: _Ask, params: dict) -> tuple[Any, Failure | None]:
+    async def _attempt(self, client, ask: _Ask, params: dict,
+                       streamed: bool) -> tuple[Any, Failure | None]:
         """One request: (its reply, None) or (None, the Failure that ended it); an error no
-        classifier knows is raised."""
-        timeout_s = self.config.timeout_s
+        classifier knows is raised. Its connection is closed before this returns."""
+        cfg = self.config
         try:
-            # httpx's timeout bounds each read, not the whole reply; this bounds both.
-            return await asyncio.wait_for(self._request(client, ask, params),
-                                          timeout_s + 1.0), None
-        except asyncio.TimeoutError:
-            return None, Failure("timeout", None, f"no reply within {timeout_s:g} s")
-        except _NoChoices:
+            return await self._request(client, ask, params, streamed), None
+        except stream.IdleTimeout:
+            what = "nothing received" if streamed else "no reply"
+            return None, Failure("timeout", None, f"{what} for {cfg.timeout_s:g} s",
+                                 after_s=cfg.timeout_s)
+        except stream.CapReached:
+            return None, Failure("cap", None, f"the reply was still arriving after "
+                                 f"{cfg.max_call_s:g} s (max_call_s); not re-sent",
+                                 after_s=cfg.max_call_s)
+        except stream.NoChoices:
             return None, Failure("protocol", None, "reply had no choices")
         except Exception as exc:
             failure = classify(exc, self._sdk)
             if failure is None:
                 raise
+            if failure.kind == "timeout":  # the SDK's backstop fired first
+                failure = dataclasses.replace(failure, after_s=cfg.timeout_s)
             return None, failure
 
     def _error_message(self, failure: Failure, attempts: int) -> str:
@@ -333,25 +302,42 @@ class LLMClient:
             return self._scrub(f"{head} after {tries}: {failure.describe()}")
         return self._scrub(f"{head}: {failure.describe()}")
 
-    def _record(self, ts: float, start: float, ask: _Ask, response: str | None,
-                attempts: int, error: str | None, tokens_in: int | None = None,
-                tokens_out: int | None = None, cost: float | None = None,
-                latency: float | None = None, calls: tuple = ()) -> None:
+    def _record(self, log: "_Log", ask: _Ask, response: str | None, error: str | None,
+                tokens_in: int | None = None, tokens_out: int | None = None,
+                cost: float | None = None, latency: float | None = None,
+                calls: tuple = (), cause: str | None = None) -> None:
         if self.on_call is None:
             return
         cfg = self.config
         conversation = ask.mode is not None
         self.on_call(CallRecord(
-            ts=ts, provider=cfg.provider, model=cfg.model, system=self._scrub(ask.system) or "",
-            user=self._scrub(ask.user) or "", response=self._scrub(response),
-            tokens_in=tokens_in, tokens_out=tokens_out,
-            latency_s=time.monotonic() - start if latency is None else latency,
-            cost_usd=cost, attempts=attempts, error=self._scrub(error),
+            ts=log.ts, provider=cfg.provider, model=cfg.model,
+            system=self._scrub(ask.system) or "", user=self._scrub(ask.user) or "",
+            response=self._scrub(response), tokens_in=tokens_in, tokens_out=tokens_out,
+            latency_s=time.monotonic() - log.start if latency is None else latency,
+            cost_usd=cost, attempts=log.attempts, error=self._scrub(error),
             messages=self._scrub_data(ask.messages) if conversation else None,
             tool_calls=self._scrub_data([c.to_dict() for c in calls]) if conversation else None,
-            tools_mode=ask.mode))
+            tools_mode=ask.mode, retries=list(log.retries), timeouts=log.timeouts,
+            streamed=log.streamed, failure=cause))
 
     def _scrub_data(self, data: Any) -> Any:
         """_scrub over JSON-able data (a transcript, tool arguments)."""
         return json.loads(self._scrub(json.dumps(data)) or "null")
 
+
+
+@dataclass
+class _Log:
+    """One call's attempts as they happen: what its CallRecord will say about them."""
+
+    ts: float
+    start: float
+    attempts: int = 0
+    timeouts: int = 0
+    streamed: bool | None = None
+    retries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def retry(self, why: str, detail: str | None) -> None:
+        self.retries.append({"attempt": self.attempts, "why": why, "detail": detail or "",
+                             "at_s": round(time.monotonic() - self.start, 3)})

@@ -14,6 +14,8 @@ Known quirks:
 - Anthropic requires `max_tokens` on every request, and gets no `temperature`: the current
   anthropic SDK (2.x) no longer has sampling parameters on `messages.create` (passing one is a
   TypeError before any request is made), so the provider's own sampling is used.
+- Replies are streamed (llm/stream.py); a server that rejects `stream` or `stream_options`
+  with a 400 naming it is learned (NO_STREAM) and sent plain requests from then on.
 - Everything else speaking the OpenAI protocol (vLLM, Ollama, OpenRouter, LiteLLM) gets the
   classic `max_tokens`, which older self-hosted servers understand and newer ones still accept.
 """
@@ -33,6 +35,7 @@ _LEARNED: dict[tuple[str, str, str], set[str]] = {}
 
 NO_TEMPERATURE = "no_temperature"
 MAX_COMPLETION_TOKENS = "max_completion_tokens"
+NO_STREAM = "no_stream"  # the server rejects `stream` (or `stream_options`): plain requests
 
 
 def _bare(model: str) -> str:
@@ -105,3 +108,8 @@ def quirk_from_rejection(status: int | None, message: str, params: dict) -> str 
     if "max_tokens" in params and "max_completion_tokens" in text:
         return MAX_COMPLETION_TOKENS
     return None
+
+
+def rejects_stream(status: int | None, message: str) -> bool:
+    """A 400 about the `stream` / `stream_options` we sent: the server cannot stream."""
+    return status == 400 and "stream" in (message or "").lower()

@@ -25,10 +25,11 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 class Failure:
     """One failed attempt, classified. `message` is the server's own words, one line."""
 
-    kind: str  # "status", "timeout", "connection" or "protocol"
+    kind: str  # "status", "timeout", "cap" (max_call_s), "connection" or "protocol"
     status: int | None
     message: str
     retry_after_s: float | None = None
+    after_s: float | None = None  # a timeout: the limit that ran out
 
     @property
     def retryable(self) -> bool:
@@ -36,7 +37,17 @@ class Failure:
             return True
         if self.kind == "status" and self.status is not None:
             return self.status in RETRYABLE_STATUS or self.status >= 500
-        return False
+        return False  # "cap": the reply was still arriving; a re-send would only start over
+
+    @property
+    def label(self) -> str:
+        """What ended the attempt, short and without the server's words, so that a run's
+        retries can be counted by cause: "timeout after 600 s", "HTTP 529", "connection error"."""
+        if self.kind == "status":
+            return f"HTTP {self.status}"
+        if self.kind in ("timeout", "cap") and self.after_s is not None:
+            return f"{'timeout' if self.kind == 'timeout' else 'cap'} after {self.after_s:g} s"
+        return f"{self.kind} error" if self.kind in ("connection", "protocol") else self.kind
 
     def describe(self) -> str:
         if self.kind == "status":

@@ -57,6 +57,18 @@ def _redact_url(url: str | None) -> str | None:
     return urllib.parse.urlunsplit(parts._replace(netloc=host))
 
 
+def _seconds(value: Any, name: str) -> float:
+    """A positive, finite number of seconds, or a one-line UsageError naming the setting."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise UsageError(f"{name} {value!r}: must be a positive number of seconds "
+                         "(e.g. 600)")
+    return seconds
+
+
 @dataclass
 class LLMConfig:
     """Everything needed to reach one model. Plain data: JSON-able, safe to store and report.
@@ -66,6 +78,11 @@ class LLMConfig:
     the hidden reasoning tokens: 8192 leaves room for a kernel of a few hundred lines after a
     moderate amount of reasoning). retry_base_s / retry_cap_s shape the backoff between
     retries (see client.py); tests shrink the base so a retry costs milliseconds.
+
+    timeout_s (`--llm-timeout`) is how long the server may send nothing: replies are streamed
+    (llm/stream.py), so a slow model that keeps writing is never cut off, and the default leaves
+    a loaded server minutes before its first token; with a server that cannot stream it bounds
+    the wait for the whole reply. max_call_s caps one attempt, however steadily it streams.
     """
 
     provider: str
@@ -73,7 +90,8 @@ class LLMConfig:
     base_url: str | None = None
     api_key_env: str | None = None
     max_concurrency: int = 4
-    timeout_s: float = 120.0
+    timeout_s: float = 600.0
+    max_call_s: float = 3600.0
     max_retries: int = 5
     temperature: float | None = 0.7
     max_output_tokens: int = 8192
@@ -89,8 +107,8 @@ class LLMConfig:
             raise UsageError(f"no LLM model named; {_SPEC_HELP}")
         if self.max_concurrency < 1:
             raise UsageError(f"LLM max_concurrency must be >= 1, got {self.max_concurrency}")
-        if self.timeout_s <= 0:
-            raise UsageError(f"LLM timeout_s must be > 0, got {self.timeout_s}")
+        self.timeout_s = _seconds(self.timeout_s, "--llm-timeout")
+        self.max_call_s = _seconds(self.max_call_s, "LLM max_call_s")
         if self.max_retries < 0:
             raise UsageError(f"LLM max_retries must be >= 0, got {self.max_retries}")
         if self.max_output_tokens < 1:

@@ -59,6 +59,20 @@ def rejects_tools(status: int | None, message: str) -> bool:
     return status == 400 and "tool" in (message or "").lower()
 
 
+def call_from(call_id: str, name: str, raw_arguments: Any) -> ToolCall:
+    """A ToolCall from a reply's id, name and arguments (a JSON string or an object)."""
+    args, error = _arguments(raw_arguments)
+    return ToolCall(id=call_id, name=name or "", arguments=args, error=error)
+
+
+def anthropic_input_tokens(usage: Any) -> int:
+    """Input tokens of an Anthropic usage object, prompt-cache reads and writes included (we do
+    not enable caching, so they are 0 or absent here)."""
+    return ((getattr(usage, "input_tokens", 0) or 0)
+            + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
+            + (getattr(usage, "cache_read_input_tokens", 0) or 0))
+
+
 def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(raw, dict):
         return raw, None
@@ -154,12 +168,7 @@ def parse_anthropic(resp: Any) -> tuple[str, tuple[ToolCall, ...], int | None, i
     usage = resp.usage
     tokens_in = tokens_out = None
     if usage is not None:
-        # Prompt-cache reads and writes are input tokens too (we do not enable caching, so they
-        # are 0 or absent here).
-        tokens_in = ((usage.input_tokens or 0)
-                     + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
-                     + (getattr(usage, "cache_read_input_tokens", 0) or 0))
-        tokens_out = usage.output_tokens
+        tokens_in, tokens_out = anthropic_input_tokens(usage), usage.output_tokens
     return text, tuple(calls), tokens_in, tokens_out, resp.stop_reason
 
 

@@ -100,10 +100,11 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
                       + (f", {b['sol_fraction']:.0%} of speed of light"
                          if b.get("sol_fraction") is not None else ""))
         print_sol_cases(s.get("best_cases") or [], console)
-    from kernelevolve.report.summary import failure_line, measurement_notes, operators_line
+    from kernelevolve.report.summary import (calls_line, failure_line, measurement_notes,
+                                             operators_line)
 
     for note in [operators_line(s.get("operators")) or ""] + measurement_notes(s) + [
-            failure_line(s.get("llm_failures")) or ""]:
+            calls_line(s.get("cost")) or "", failure_line(s.get("llm_failures")) or ""]:
         if note:
             console.print(note, highlight=False, soft_wrap=True, markup=False)
     from kernelevolve.store.funnel import funnel_text
@@ -114,7 +115,8 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     console.print(f"LLM cost: {cost['tokens']} tokens, {dollars}")
     for model, m in cost.get("by_model", {}).items():
         usd = "unknown" if m["dollars"] is None else f"${m['dollars']:.4f}"
-        console.print(f"  {model}: {m['calls']} calls ({m['failed']} failed), "
+        console.print(f"  {model}: {m['calls']} calls ({m['failed']} failed, "
+                      f"{m.get('retried', 0)} retried), "
                       f"{m['tokens_in']} in / {m['tokens_out']} out tokens, {usd}")
     if s.get("machine"):
         console.print("machine: " + "; ".join(s["machine"]), highlight=False, soft_wrap=True)

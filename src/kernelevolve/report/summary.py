@@ -184,6 +184,49 @@ def failure_line(failures: dict[str, Any] | None) -> str | None:
     return "LLM: " + "; ".join(parts)
 
 
+def count_retries(m: dict[str, Any], call: dict[str, Any]) -> None:
+    """Add one stored llm_call's re-sends (by cause) and failure cause to a model's counts."""
+    retries = call.get("retries") or []
+    m["retried"] += bool(retries)
+    for entry in retries:
+        why = str(entry.get("why") or "?")
+        m["resent"][why] = m["resent"].get(why, 0) + 1
+    if call.get("error"):
+        why = str(call.get("failure") or "error")
+        m["why_failed"][why] = m["why_failed"].get(why, 0) + 1
+
+
+def _causes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {why}" for why, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def calls_line(cost: dict[str, Any] | None) -> str | None:
+    """"LLM: 12 calls, 0 failed; 2 retried (1 timeout after 600 s, 1 HTTP 529)", or None
+    without calls: every failure and every re-send said with its cause, never a bare
+    "0 failed" over retries."""
+    models = list(((cost or {}).get("by_model") or {}).values())
+    calls = sum(m.get("calls", 0) for m in models)
+    if not calls:
+        return None
+    failed = sum(m.get("failed", 0) for m in models)
+    why_failed: dict[str, int] = {}
+    resent: dict[str, int] = {}
+    for m in models:
+        for mine, total in ((m.get("why_failed") or {}, why_failed), (m.get("resent") or {},
+                                                                      resent)):
+            for why, n in mine.items():
+                total[why] = total.get(why, 0) + n
+    line = f"LLM: {calls} call{'s' if calls != 1 else ''}, {failed} failed"
+    if failed and why_failed:
+        line += f" ({_causes(why_failed)})"
+    retried = sum(m.get("retried", 0) for m in models)
+    line += f"; {retried} retried"
+    if resent:
+        n = sum(resent.values())
+        line += f" ({'' if n == retried else f'{n} re-sends: '}{_causes(resent)})"
+    return line
+
+
 def llm_cost(store: Any, run_id: str) -> dict[str, Any]:
     """Tokens and dollars per model from the stored LLM calls; an unpriced model's dollars are
     None ("unknown"), never 0."""
@@ -192,9 +235,10 @@ def llm_cost(store: Any, run_id: str) -> dict[str, Any]:
         d = event.data
         key = f"{d.get('provider')}:{d.get('model')}"
         m = by_model.setdefault(key, {"calls": 0, "failed": 0, "tokens_in": 0, "tokens_out": 0,
-                                      "dollars": 0.0})
+                                      "dollars": 0.0, "retried": 0, "resent": {}, "why_failed": {}})
         m["calls"] += 1
         m["failed"] += bool(d.get("error"))
+        count_retries(m, d)
         m["tokens_in"] += int(d.get("tokens_in") or 0)
         m["tokens_out"] += int(d.get("tokens_out") or 0)
         if d.get("cost_usd") is None:
