@@ -312,8 +312,8 @@ def test_paired_time_edits_against_the_last_source_and_tool_traffic_in_show(tmp_
     parent_hash = hashlib_of(GOOD)
     first_edit = hashlib_of(GOOD.replace("2.0f * x[i]", "x[i] + x[i]"))
     hashes = [t["source_hash"] for t in tools]
-    assert hashes[:2] == [parent_hash, first_edit], hashes
-    assert parent_hash in hashes[2:4] and hashes.count(first_edit) >= 2
+    assert hashes[:2] == [first_edit, parent_hash], hashes
+    assert first_edit in hashes[2:4] and hashes.count(first_edit) >= 2
     assert all(t["timing"] == timing.TIMING for t in tools)
     # The transcript holds the edits, not a module per call.
     sent = json.dumps(requests[2].json)  # the prompt, the tool calls' arguments, the results

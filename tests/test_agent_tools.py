@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_paired_time_alternates_base_and_candidate_and_returns_the_ratio_interva
     harness = Harness({"base": _timed(2.0), "cand": _timed(2.4)})
     p = asyncio.run(agent_timing.paired_time(harness, "cand", "a", ("the parent (node 3)",
                                                                    "base")))
-    assert [c[0] for c in harness.calls] == ["base", "cand", "cand", "base"]
+    assert [c[0] for c in harness.calls] == ["cand", "base", "base", "cand"]
     assert all(c[4] == agent_timing.TIMING and c[2] == ("a",) for c in harness.calls)
     ratio, lo, hi = p.ratio()
     assert math.isclose(ratio, 1.2) and 1.0 < lo < 1.2 < hi
@@ -114,13 +115,13 @@ def test_paired_time_says_when_no_difference_is_resolved_and_when_the_base_fails
     broken = Harness({"base": {"accepted": False, "stage": "correctness", "reason": "wrong\nx"},
                       "cand": _timed(2.0)})
     p = asyncio.run(agent_timing.paired_time(broken, "cand", "a", ("the parent", "base")))
-    assert [c[0] for c in broken.calls] == ["base", "cand", "cand"]  # the base once, then alone
+    assert [c[0] for c in broken.calls] == ["cand", "base", "cand"]  # the base once, then alone
     text = "\n".join(agent_timing.paired_text(p, "a"))
     assert "the parent could not be timed this time (stage correctness: " in text
     assert "wrong" in text and "compared with eager only" in text
     rejected = Harness({"base": _timed(2.0), "cand": {"accepted": False, "stage": "run"}})
     asyncio.run(agent_timing.paired_time(rejected, "cand", "a", ("the parent", "base")))
-    assert [c[0] for c in rejected.calls] == ["base", "cand"]  # the verdict is decided
+    assert [c[0] for c in rejected.calls] == ["cand"]  # the verdict is decided
 
 
 def test_paired_time_starts_no_evaluation_past_its_budget(monkeypatch):
@@ -128,14 +129,33 @@ def test_paired_time_starts_no_evaluation_past_its_budget(monkeypatch):
     monkeypatch.setattr(agent_timing.time, "monotonic", lambda: clock[0])
 
     class Slow(Harness):
+        def __init__(self, figures, seconds):
+            super().__init__(figures)
+            self.seconds = seconds
+
         async def __call__(self, *args, **kw):
-            clock[0] += 15.0  # each evaluation "takes" 15 s
+            clock[0] += self.seconds  # each evaluation "takes" this long
             return await super().__call__(*args, **kw)
 
-    harness = Slow({"base": _timed(2.0), "cand": _timed(2.4)})
+    figures = {"base": _timed(2.0), "cand": _timed(2.4)}
+    harness = Slow(figures, 0.4 * agent_timing.TIME_BUDGET_S)
     p = asyncio.run(agent_timing.paired_time(harness, "cand", "a", ("the parent", "base")))
-    assert [c[0] for c in harness.calls] == ["base", "cand"]  # the first pair only
-    assert p.ratio() is not None and p.evaluations == 2
+    assert [c[0] for c in harness.calls] == ["cand", "base"]  # a third would pass the budget
+    assert p.ratio() is not None and not p.base.earlier
+    # A case whose evaluation takes more than half the budget is not paired: the base's
+    # earlier figure stands in for it, and the result says so.
+    harness = Slow(figures, 0.6 * agent_timing.TIME_BUDGET_S)
+    p = asyncio.run(agent_timing.paired_time(harness, "cand", "a", ("the parent", "base"),
+                                             earlier=(2.0, (1.9, 2.1))))
+    assert [c[0] for c in harness.calls] == ["cand"] and p.base.earlier
+    assert math.isclose(p.ratio()[0], 1.2)
+    text = "\n".join(agent_timing.paired_text(p, "a"))
+    assert "(its earlier figure:" in text and "not paired)" in text
+    assert "candidate / the parent: 1.200x [" in text
+    harness = Slow(figures, 0.6 * agent_timing.TIME_BUDGET_S)
+    p = asyncio.run(agent_timing.paired_time(harness, "cand", "a", ("the parent", "base")))
+    assert p.ratio() is None
+    assert "has no earlier figure for it" in "\n".join(agent_timing.paired_text(p, "a"))
 
 
 def test_profile_after_time_in_one_reply_sees_that_time():
@@ -163,3 +183,36 @@ def test_a_profile_asked_before_a_time_in_the_same_reply_runs_after_it():
     results = [(m["tool_call_id"], m["content"]) for m in messages if m["role"] == "tool"]
     assert [r[0] for r in results] == ["p", "t"]  # answered in the order asked
     assert "case a figures:" in results[0][1] and "nothing timed" not in results[0][1]
+
+
+def test_time_falls_back_on_the_parents_own_figure_for_a_case_too_slow_to_pair(monkeypatch):
+    monkeypatch.setattr(agent_timing, "TIME_BUDGET_S", 0.0)  # no time for a second evaluation
+    cand = PARENT.replace("x * 2", "x + x")
+    harness = Harness({cand: _timed(3.0)})
+    parent = _parent(result={"cases": [{"name": "a", "speedup": 2.0,
+                                        "speedup_ci": [1.9, 2.1]}]})
+    tools = AgentTools(harness, None, ["a"], parent)
+    timed = asyncio.run(tools.call(ToolCall("1", "time", {"source": cand})))
+    assert [c[0] for c in harness.calls] == [cand]
+    assert re.search(r"the parent \(node 3\): 2\.000x over eager \[1\.9\d*-2\.1\d*\] \(its "
+                     r"earlier figure", timed), timed
+    assert "candidate / the parent (node 3): 1.500x [" in timed
+    assert tools.log[0]["paired"] is False and tools.log[0]["ratio"] == 1.5
+
+
+def test_tool_traffic_lines_say_what_each_call_measured_and_stay_inert():
+    from kernelevolve.report.tool_traffic import call_text, traffic_lines
+
+    paired = {"tool": "time", "case": "a", "verdict": "passed", "speedup": 1.46,
+              "interval": [1.31, 1.63], "ratio": 1.004, "ratio_interval": [0.89, 1.132],
+              "against": "the parent (node 1)", "paired": True, "seconds": 10.71}
+    assert call_text(paired) == ("time a: passed; 1.46x over eager [1.31-1.63]; 1.004x the "
+                                 "parent (node 1) [0.890-1.132]; 10.7 s")
+    assert call_text({**paired, "paired": False}).endswith(
+        "[0.890-1.132] (not paired: its earlier figure); 10.7 s")
+    row = {"proposal": 4, "parent": None, "node": None, "turns": 2, "outcome": "failed",
+           "reason": "no candidate\x1b[31m submitted", "rationale": None,
+           "calls": [{"tool": "check", "verdict": "error", "error": "error: bad\x1b[2J case"}]}
+    lines = traffic_lines([row])
+    assert lines[0].startswith("  proposal 4, a draft, 2 turn(s), 1 call(s) no candidate (")
+    assert "\x1b" not in "".join(lines) and "check: error (error: bad" in lines[1]

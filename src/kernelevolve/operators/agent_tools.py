@@ -51,7 +51,7 @@ def specs() -> list[ToolSpec]:
                  obj({"source": _SOURCE, "case": _CASE}, ["source"])),
         ToolSpec("time", "The full evaluation on one case, paired with the last candidate that "
                          "passed `time` (or the parent): verdict, speedup over eager and over "
-                         "that candidate, each with a 95% interval. About 10-25 s.",
+                         "that candidate, each with a 95% interval. Up to about 30 s.",
                  obj({"source": _SOURCE, "case": _CASE}, ["source"])),
         ToolSpec("profile", "Every figure the harness has for an evaluation on one case; "
                             "without a source, the last one timed (also by a `time` "
@@ -80,10 +80,16 @@ class AgentTools:
             self.last_timed_source = parent.source
         # What edits apply to: the last source sent in this conversation (the parent's at first)
         self.last_source: str | None = parent.source if parent is not None else None
-        # What `time` compares with: the last candidate that passed it, or the parent
+        # What `time` compares with: the last candidate that passed it, or the parent; and
+        # that one's figures per case (speedup over eager, interval), for a case too slow to
+        # evaluate twice within the budget
         self.base: tuple[str, str] | None = (
             (f"the parent (node {parent.node_id})", parent.source)
             if parent is not None and parent.stage == "accepted" else None)
+        self.base_figures: dict[str, tuple[float, tuple[float, float]]] = {
+            c["name"]: (c["speedup"], tuple(c["speedup_ci"]))
+            for c in ((parent.result or {}).get("cases") or [] if self.base else [])
+            if c.get("speedup") and c.get("speedup_ci")}
         self.used: list[str] = []
         self.log: list[dict[str, Any]] = []  # one row per call: the run's tool traffic
         self.times = 0
@@ -173,7 +179,8 @@ class AgentTools:
         of the next one."""
         self.times += 1
         base = self.base if self.base is not None and self.base[1] != source else None
-        paired = await paired_time(self.evaluate, source, case, base)
+        paired = await paired_time(self.evaluate, source, case, base,
+                                   self.base_figures.get(case) if base is not None else None)
         result = paired.cand.last or {}
         if "error" in result and "stage" not in result:
             return f"error: the harness could not evaluate it: {result['error']}"
@@ -186,9 +193,11 @@ class AgentTools:
             ratio = paired.ratio()
             if ratio is not None:
                 row.update(against=paired.base.label, ratio=round(ratio[0], 4),
-                           ratio_interval=[round(ratio[1], 4), round(ratio[2], 4)])
+                           ratio_interval=[round(ratio[1], 4), round(ratio[2], 4)],
+                           paired=not paired.base.earlier)
             self.last_timed, self.last_timed_source, self.last_pair = result, source, pair
             self.base = (f"your candidate of time call {self.times}", source)
+            self.base_figures = {case: (speedup, (lo, hi))}
         return "\n".join([time_text(result, case)] + pair)
 
     def _profile_last(self, case: str) -> str:

@@ -37,8 +37,10 @@ def call_text(call: dict[str, Any]) -> str:
     if call.get("speedup") is not None:
         parts.append(f"{call['speedup']:.3g}x over eager{_interval(call.get('interval'))}")
     if call.get("ratio") is not None:
-        parts.append(f"{call['ratio']:.3g}x {call.get('against') or 'the base'}"
-                     f"{_interval(call.get('ratio_interval'))}")
+        parts.append(f"{call['ratio']:.3f}x {call.get('against') or 'the base'}"
+                     f"{_interval(call.get('ratio_interval'), '.3f')}"
+                     + (" (not paired: its earlier figure)" if call.get("paired") is False
+                        else ""))
     if call.get("seconds") is not None:
         parts.append(f"{call['seconds']:.1f} s")
     return clean(f"{head}: " + "; ".join(parts))
@@ -73,8 +75,10 @@ def traffic_html(rows: list[dict[str, Any]], esc: Any) -> str:
     return "<ul>" + "".join(items) + "</ul>"
 
 
-def _interval(ci: Any) -> str:
-    return f" [{ci[0]:.3g}-{ci[1]:.3g}]" if isinstance(ci, (list, tuple)) and len(ci) == 2 else ""
+def _interval(ci: Any, spec: str = ".3g") -> str:
+    if not (isinstance(ci, (list, tuple)) and len(ci) == 2):
+        return ""
+    return f" [{ci[0]:{spec}}-{ci[1]:{spec}}]"
 
 
 def _short(text: Any, n: int) -> str:
