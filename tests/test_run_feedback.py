@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -139,6 +140,7 @@ def test_llm_that_fails_every_call_stops_the_run_with_exit_5(tmp_path):
     r = cli("report", s["run_id"], "--workspace", ws, "--html", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert 'id="llm-failures"' in page and "404" in page
+    assert re.search(r'id="llm-calls">LLM: \d calls, \d failed \(\d HTTP 404\); 0 retried', page)
 
 
 def test_endpoint_dying_mid_run_stops_the_search(tmp_path):

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kernelevolve.report.summary import failure_line, measurement_notes
+from kernelevolve.report.summary import calls_line, failure_line, measurement_notes
 from kernelevolve.report.tool_traffic import traffic_html
 from kernelevolve.report.svg import (STAGE_COLORS, esc, fmt_x, funnel_svg, legend, node_kind,
                                      trajectory_svg, tree_svg)
@@ -120,6 +120,7 @@ def _header(s: dict) -> str:
     message = outcome.get("message") or ("no outcome yet" if not kind else kind.replace("_", " "))
     best = s.get("best") or {}
     failures = failure_line(s.get("llm_failures"))
+    calls = calls_line(s.get("cost"))  # every LLM call, failure and re-send, by cause
     stats = [
         ("status", s.get("status") or "–"),
         ("platform", s.get("platform") or "–"),
@@ -141,6 +142,7 @@ def _header(s: dict) -> str:
             f'<div class="stats">{cards}</div>'
             + "".join(f'<p class="{"warn" if n.startswith("warning") else "muted"}">'
                       f'{esc(n)}</p>' for n in measurement_notes(s))
+            + (f'<p class="muted" id="llm-calls">{esc(calls)}</p>' if calls else "")
             + f'<p class="muted">stop reason: {esc(s.get("stop_reason") or "–")}</p></header>')
 
 
