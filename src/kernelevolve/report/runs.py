@@ -117,7 +117,8 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
         usd = "unknown" if m["dollars"] is None else f"${m['dollars']:.4f}"
         console.print(f"  {model}: {m['calls']} calls ({m['failed']} failed, "
                       f"{m.get('retried', 0)} retried), "
-                      f"{m['tokens_in']} in / {m['tokens_out']} out tokens, {usd}")
+                      f"{m['tokens_in']} in / {m['tokens_out']} out tokens, {usd}",
+                      markup=False, emoji=False, highlight=False)  # "openai:m:..." is no emoji
     if s.get("machine"):
         console.print("machine: " + "; ".join(s["machine"]), highlight=False, soft_wrap=True)
     if s.get("synth_coverage"):
