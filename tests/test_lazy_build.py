@@ -158,8 +158,8 @@ def test_an_exit_during_a_timed_batch_names_the_status_and_what_to_do():
         os._exit(3)
 
     reason = _reason(_timed(child))
-    assert reason.startswith("the candidate's process exited with status 3 (something in "
-                             "forward or its library ended the process")
+    assert reason.startswith("the candidate's process exited with status 3 (the candidate's "
+                             "code or its library ended the process")
     assert "return from forward instead" in reason and "during a timed batch" in reason
 
 

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 # A build request (load_cpp) that arrives during a timed batch: the case's first call, which
-# builds what forward builds lazily, has already run untimed (CaseTiming.first_call).
+# builds what forward builds lazily, has already run untimed (measure.CaseTiming._first_call).
 LATE_BUILD = ("the library was built inside forward during a timed batch (load_cpp was called "
               "after the case's first, untimed call); build every library at import: call "
               "load_cpp at module level, next to its source, not inside forward")
@@ -42,10 +42,11 @@ def exit_words(status: int) -> str:
         return f"died from {name}" + (f" ({hint})" if hint else "")
     code = os.WEXITSTATUS(status)
     if code == 70:  # candidate_proc._main: an exception escaped the command loop
-        return ("exited with status 70 (an exception that is not an Exception escaped forward: "
-                "SystemExit from sys.exit() or exit(), KeyboardInterrupt; never end the process)")
-    return (f"exited with status {code} (something in forward or its library ended the process: "
-            "exit(), os._exit(), std::exit(); return from forward instead)")
+        return ("exited with status 70 (an exception that is not an Exception escaped the "
+                "candidate's code: SystemExit from sys.exit() or exit(), KeyboardInterrupt; "
+                "never end the process)")
+    return (f"exited with status {code} (the candidate's code or its library ended the "
+            "process: exit(), os._exit(), std::exit(); return from forward instead)")
 
 
 def how_it_ended(pid: int, wait_s: float = 2.0) -> tuple[str, bool]:
