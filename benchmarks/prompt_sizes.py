@@ -210,8 +210,9 @@ class ScriptedAgent:
             self.source = self.source.replace(search, replace, 1)
             args.append({"source": (f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n"
                                     ">>>>>>> REPLACE\n") if edits else self.source})
+        again = {} if edits else args[0]  # the same source: without one, the last sent
         plans = {1: [("time", args[0])],
-                 2: [("check", {**args[0], "case": "tail_131x999"}), ("time", args[0])],
+                 2: [("check", {**args[0], "case": "tail_131x999"}), ("time", again)],
                  3: [("time", args[0]), ("profile", {})]}
         calls = [ToolCall(f"call_{turn}_{i}", name, a)
                  for i, (name, a) in enumerate(plans.get(turn, [("submit", {

@@ -40,9 +40,12 @@ def test_edits_apply_to_the_last_source_sent_then_to_the_parent_at_first():
         tools.source_of({"source": _edit("return x * 2 + 1", "return 0")})  # the parent's line
     whole = PARENT.replace("x * 2", "x * 3")
     assert tools.source_of({"source": whole}) == whole and tools.last_source == whole
+    assert tools.source_of({}) == whole  # no source: the last one sent, as it is
     draft = AgentTools(None, None, ["a"], None)
     with pytest.raises(GenerationFailure, match="send the whole module first"):
         draft.source_of({"source": _edit("a", "b")})
+    with pytest.raises(GenerationFailure, match="no source was sent yet"):
+        draft.source_of({"source": ""})
 
 
 def test_agent_system_prompt_has_no_single_block_answer_format():
@@ -216,3 +219,13 @@ def test_tool_traffic_lines_say_what_each_call_measured_and_stay_inert():
     lines = traffic_lines([row])
     assert lines[0].startswith("  proposal 4, a draft, 2 turn(s), 1 call(s) no candidate (")
     assert "\x1b" not in "".join(lines) and "check: error (error: bad" in lines[1]
+
+
+def test_time_without_a_source_times_what_check_just_edited():
+    edited = PARENT.replace("x * 2", "x + x")
+    harness = Harness({edited: _timed(1.5), PARENT: _timed(1.2)})
+    tools = AgentTools(harness, None, ["a"], _parent())
+    asyncio.run(tools.call(ToolCall("1", "check", {"source": _edit("x * 2", "x + x")})))
+    again = asyncio.run(tools.call(ToolCall("2", "time", {})))  # an edit would not match twice
+    assert "verdict: passed" in again and "candidate / the parent (node 3): 1.250x" in again
+    assert [c[0] for c in harness.calls] == [edited, edited, PARENT, PARENT, edited]

@@ -60,6 +60,10 @@ async def propose(op: Any, settings: AgentSettings, ctx: ProposalContext,
                 reply = await op.client.converse(system, messages, specs(), turn=turn)
             except LLMError as exc:
                 op.failed(ctx, parent, exc)
+                if tools.log:  # what the tools did before the call failed
+                    ctx.report("agent_tools", {**where, "proposal": proposal, "turns": turn,
+                                               "outcome": "failed", "calls": tools.log,
+                                               "reason": f"LLM call failed: {exc}"[:300]})
                 return None
             op.failed_in_row = 0
             model, mode = reply.model, reply.tools_mode

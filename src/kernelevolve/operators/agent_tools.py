@@ -31,7 +31,7 @@ ToolEvaluate = Callable[..., Awaitable[dict[str, Any]]]
 RESULT_CHARS = 4000   # a reason can be 20 000 characters; a tool result stays readable
 REASON_CHARS = 3000   # cut before it is fenced, so the cap never cuts the closing fence
 _SOURCE = {"type": "string", "description": "the whole module, or SEARCH/REPLACE edits applied "
-           "to the last source sent (see the system prompt)"}
+           "to the last source sent (see the system prompt); omitted: the last source sent"}
 _CASE = {"type": "string", "description": "a case name (default: the first case)"}
 # Fields of a result that are not figures (paths, provenance, logs) or shown elsewhere.
 _NOT_FIGURES = {"accepted", "stage", "reason", "cases", "fingerprint", "sandbox", "platform",
@@ -45,14 +45,14 @@ def specs() -> list[ToolSpec]:
 
     return [
         ToolSpec("compile", "Compile and load the module; 'ok' or the compiler's error text.",
-                 obj({"source": _SOURCE}, ["source"])),
+                 obj({"source": _SOURCE}, [])),
         ToolSpec("check", "Run the static, load, run, correctness and integrity gates on one "
                           "case; returns the verdict, the stage and the reason.",
-                 obj({"source": _SOURCE, "case": _CASE}, ["source"])),
+                 obj({"source": _SOURCE, "case": _CASE}, [])),
         ToolSpec("time", "The full evaluation on one case, paired with the last candidate that "
                          "passed `time` (or the parent): verdict, speedup over eager and over "
                          "that candidate, each with a 95% interval. Up to about 30 s.",
-                 obj({"source": _SOURCE, "case": _CASE}, ["source"])),
+                 obj({"source": _SOURCE, "case": _CASE}, [])),
         ToolSpec("profile", "Every figure the harness has for an evaluation on one case; "
                             "without a source, the last one timed (also by a `time` "
                             "call earlier in the same reply).",
@@ -62,7 +62,7 @@ def specs() -> list[ToolSpec]:
         ToolSpec("submit", "Submit the final candidate; ends the conversation.",
                  obj({"source": _SOURCE, "rationale": {
                      "type": "string", "description": "what you changed and why it is faster"}},
-                     ["source"])),
+                     [])),
     ]
 
 
@@ -95,12 +95,18 @@ class AgentTools:
         self.times = 0
 
     def source_of(self, args: dict[str, Any]) -> str:
-        """The module in a `source` argument: a whole module (fenced or not), or SEARCH/REPLACE
-        edits applied to the last source sent (the parent's at first). It becomes the last
-        source; GenerationFailure when there is none."""
+        """The module in a `source` argument: a whole module (fenced or not), SEARCH/REPLACE
+        edits applied to the last source sent (the parent's at first), or, without one, the
+        last source itself. It becomes the last source; GenerationFailure when there is none."""
         text = args.get("source")
-        if not isinstance(text, str) or not text.strip():
-            raise GenerationFailure("no `source` argument (a module, or SEARCH/REPLACE edits)")
+        if text is None or (isinstance(text, str) and not text.strip()):
+            if self.last_source is None:
+                raise GenerationFailure("no `source` argument, and no source was sent yet in "
+                                        "this conversation: send the whole module")
+            return self.last_source  # the last source sent, as it is
+        if not isinstance(text, str):
+            raise GenerationFailure("the `source` argument is not text (a module, or "
+                                    "SEARCH/REPLACE edits)")
         if "<<<<<<<" in text:
             if self.last_source is None:
                 raise GenerationFailure("SEARCH/REPLACE edits, but no source was sent yet in "
