@@ -283,7 +283,8 @@ def test_paired_time_edits_against_the_last_source_and_tool_traffic_in_show(tmp_
     # The system prompt fits tool use: no single-python-block answer format.
     system = requests[0].json.get("system") or requests[0].json["messages"][0]["content"]
     system = system if isinstance(system, str) else json.dumps(system)
-    assert "## Tools (agent mode)" in system and "SEARCH/REPLACE edits applied to the LAST" in system
+    assert "## Tools (agent mode)" in system
+    assert "SEARCH/REPLACE edits applied to the LAST" in system
     assert "single ```python" not in system and "ONE complete Python module" not in system
     assert "Begin your answer with" not in system
     # Turn 1: time, paired with the parent (timed again, interleaved), then profile after it.
