@@ -328,3 +328,51 @@ def test_every_prompt_carries_the_notes_it_needs_in_full(wire):
         assert "**Formats.**" not in notes                # no bf16 rule in an fp32 softmax
         assert "not repeated" not in p and "Given in full earlier" not in p
         assert re.search(r"Subtract the row max before `exp`.*half precision\.", notes, re.S)
+
+
+def test_a_note_learned_on_this_problem_is_not_crowded_out_by_tagged_notes(tmp_path):
+    from kernelevolve.knowledge import write_learned_note
+    from kernelevolve.operators.llm import LLMOperator
+
+    write_learned_note(tmp_path, title="softmax_unfused: 2.10x with cpp on cpu",
+                       body="Rows handed out in blocks of 16 won on every case.",
+                       platforms=["cpu"], languages=["cpp"], tags=["softmax", "learned-win"],
+                       provenance={}, confidence=0.6)
+    path = str(PROBLEMS / "softmax_unfused.py")
+    builder = PromptBuilder(path, "cpu", "cpp")
+    op = LLMOperator(None, builder, default_index(learned_folder=tmp_path))
+    ctx = ProposalContext(problem_path=path, problem_source="", platform="cpu", parents=(),
+                          seen_hashes=frozenset(), seen_meta=(), rng_seed=0)
+    text, _ = builder.knowledge(op.retrieve(ctx, None))
+    assert "Rows handed out in blocks of 16" in text
+    assert "**Softmax and exp.**" in text and "**libm in vector loops.**" in text
+
+
+def test_another_draft_is_asked_for_a_different_strategy_only_after_slower_drafts():
+    from kernelevolve.operators.base import ParentView
+
+    path = str(PROBLEMS / "softmax_unfused.py")
+    builder = PromptBuilder(path, "cpu", "cpp")
+    broken = ParentView(1, "class ModelNew: ...", 0.0, "load", COMPILE_ERROR)
+    slow = ParentView(2, "class ModelNew: ...", 0.6, "accepted", "")
+
+    def task(*drafts):
+        ctx = ProposalContext(problem_path=path, problem_source="", platform="cpu", parents=(),
+                              seen_hashes=frozenset(), seen_meta=(), rng_seed=0,
+                              earlier_drafts=drafts)
+        return builder.build(ctx, [])[1].split("## Candidate contract", 1)[0]
+
+    assert "different strategy" not in task(broken)
+    assert "avoid that error" in task(broken)
+    assert "different strategy" in task(slow) and "Node(s) 2 were correct but slower" in task(slow)
+    both = task(broken, slow)
+    assert "Node(s) 1 were rejected for an error" in both and "Node(s) 2 were correct" in both
+
+
+def test_a_seed_that_beats_the_baseline_does_not_stop_drafting():
+    graph = SearchGraph()
+    graph.add(Node(ROOT, (), "reference", "ref", "h0", status="root", fitness=1.0))
+    graph.add(Node(1, (ROOT,), "seed", "", "s", "done", "accepted", 1.4, order=0))
+    assert next_step(graph, 2, 1, can_repair=True).kind == "draft"
+    graph.add(Node(2, (ROOT,), "llm", "", "d", "done", "accepted", 1.1, order=1))
+    assert next_step(graph, 2, 1, can_repair=True) is None  # a draft beat it: expand

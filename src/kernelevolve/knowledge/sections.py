@@ -13,8 +13,9 @@ A section is dropped when it is written for something this run is not:
 - low precision in a problem that has none: its heading is about fp16/bf16/fp8.
 The rest are ranked: sections whose `applies` names the problem's ops or dtypes first, then by
 the note's retrieval score and how many of the problem's words (op names and classes, dtypes) the
-section holds; they are taken whole, best first, until the character budget is spent, and printed
-in the note's own order. Every prompt chooses afresh: a stateless model sees each prompt alone.
+section holds. Each retrieved note's best section is taken first (in retrieval order), then the
+rest best first, whole, until the character budget is spent; they are printed in the note's own
+order. Every prompt chooses afresh: a stateless model sees each prompt alone.
 """
 from __future__ import annotations
 
@@ -133,9 +134,15 @@ def choose(hits: list[Any], *, facts: ProblemFacts, terms: list[str],
             score += TARGETED * targeted(s.where)
             ranked.append((score, rank, s))
     ranked.sort(key=lambda r: (-r[0], r[1], r[2].index))
+    # First each retrieved note's best section (a note the index found for this problem, a
+    # learned one included, is never crowded out by another note's tagged sections), then the
+    # rest by score.
+    firsts = {}
+    for item in ranked:
+        firsts.setdefault(item[1], item)
     taken, used = [], 0
-    for _, _, s in ranked:
-        if used + len(s.text) > budget_chars:
+    for _, _, s in sorted(firsts.values(), key=lambda r: r[1]) + ranked:
+        if s in taken or used + len(s.text) > budget_chars:
             continue
         taken.append(s)
         used += len(s.text)

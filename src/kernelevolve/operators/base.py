@@ -36,7 +36,8 @@ class ProposalContext:
     memory: str = ""                     # compact summary of what the run has tried so far
     fingerprint: dict[str, Any] = field(default_factory=dict)  # the measuring machine
     # In the draft phase: the evaluated children of the root so far (drafts and seeds), so a
-    # new draft can try a different strategy; empty when expanding a parent.
+    # new draft learns from them (another strategy only after correct but slower ones); empty
+    # when expanding a parent.
     earlier_drafts: tuple[ParentView, ...] = ()
     # What the run knows beyond the graph: e.g. "baselines" (eager and torch.compile ms per
     # case), "baseline" (what fitness is relative to).

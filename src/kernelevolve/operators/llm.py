@@ -100,11 +100,17 @@ class LLMOperator:
             raise OperatorFailing(self.last_error)  # names the key's variable, never the key
 
     def retrieve(self, ctx: ProposalContext, parent: ParentView | None) -> list[Any]:
+        """Notes for the reference's ops and dtypes, after any note an earlier run learned on
+        this very problem (its title starts with the problem's name: learning.py)."""
         if self.index is None:
             return []
-        return self.index.search(self.query(ctx, parent), platform=self.builder.platform,
-                                 language=self.builder.language, fingerprint=ctx.fingerprint,
-                                 k=self.notes_k)
+        target = dict(platform=self.builder.platform, language=self.builder.language,
+                      fingerprint=ctx.fingerprint)
+        name = self.builder.problem.name
+        own = [h for h in self.index.search(name, k=20, **target)
+               if h.note.source == "learned" and h.note.title.startswith(f"{name}:")][:2]
+        hits = self.index.search(self.query(ctx, parent), k=self.notes_k, **target)
+        return own + [h for h in hits if h.note.id not in {o.note.id for o in own}]
 
     def query(self, ctx: ProposalContext, parent: ParentView | None) -> str:
         """Words that say what this kernel is (the reference's ops and their classes, its

@@ -3,8 +3,9 @@
 A draft is a root child written by an operator (a seed given by the user is not one). The rule,
 asked before every proposal round:
 
-1. Stop drafting as soon as any candidate is accepted at a fitness of at least 1 (it beats the
-   baseline): the search expands it from then on.
+1. Stop drafting as soon as a draft (or a repair of one) is accepted at a fitness of at least 1
+   (it beats the baseline): the search expands it from then on. A seed the user gave does not
+   stop drafting.
 2. Repair before drafting again: a draft (or a repair of one) rejected for an error - build,
    load, run, correctness, integrity, timing - failed for a reason its approach does not answer
    for, so the next call fixes that node, with its error in the prompt, instead of asking for a
@@ -78,10 +79,10 @@ def next_step(graph: SearchGraph, cap: int, want: int, *, can_repair: bool,
               busy: set[int] = frozenset(), drafting: int = 0) -> DraftStep | None:
     """What the draft phase does now (None: drafting is over, or wait and expand). `busy`: nodes
     a call in flight is already repairing; `drafting`: drafts asked for by calls in flight."""
-    if any(n.accepted and (n.fitness or 0.0) >= 1.0 for n in graph.candidates()):
-        return None
     mine = drafts(graph)
     lineage = _lineage_nodes(graph, mine)
+    if any(n.accepted and (n.fitness or 0.0) >= 1.0 for n in lineage):
+        return None
     if can_repair:
         broken = [n for n in lineage if repairable(graph, n) and n.id not in busy]
         if broken:
