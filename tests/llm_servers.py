@@ -47,6 +47,8 @@ protocol (OpenAI `chat.completion.chunk`s ending in `data: [DONE]`, with a usage
 reply's text (and tool-call arguments) is cut into `Reply.chunks` pieces, and the events are
 sent `chunk_delay_s` apart, so a test can make an answer that keeps arriving for seconds. An error status is answered
 as plain JSON, before any event, as real servers do; `body` with status 200 is sent as one event.
+`Reply(stream_error="overloaded_error")` breaks off after two events with an error event of
+that type (Anthropic `event: error`; OpenAI a `data: {"error": ...}` chunk).
 `ScriptedServer(..., reject_stream=True)` answers every streaming request with a 400 ("stream is
 not supported by this server") without consuming the script; `ignore_stream=True` answers it
 with the whole JSON reply, as servers that ignore `stream` do.
@@ -97,6 +99,7 @@ class Reply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"name", "arguments"[, "id"]}
     chunks: int = 1            # streaming only: pieces the text is sent in
     chunk_delay_s: float = 0.0  # streaming only: wait before each piece
+    stream_error: str | None = None  # streaming only: an error event of this type mid-answer
 
 
 @dataclass
@@ -359,6 +362,13 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 if i and reply.chunk_delay_s > 0 and not server._wait(request,
                                                                       reply.chunk_delay_s):
                     return
+                if i == 2 and reply.stream_error:  # a little of the answer, then the error
+                    name, data = ("error" if protocol == "anthropic" else None), {
+                        "type": "error", "error": {"type": reply.stream_error,
+                                                   "message": f"scripted {reply.stream_error}"}}
+                    self._chunk(((f"event: {name}\n" if name else "")
+                                 + f"data: {json.dumps(data)}\n\n").encode())
+                    break
                 text = data if isinstance(data, str) else json.dumps(data)
                 frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
                 self._chunk(frame.encode())

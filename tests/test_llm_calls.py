@@ -138,6 +138,19 @@ def test_a_server_that_ignores_stream_is_read_whole(provider):
     assert out.attempts == 1 and records[0].error is None
 
 
+def test_an_overloaded_error_mid_stream_is_retried_as_what_it_is():
+    """Anthropic reports overload in the middle of a streamed answer as an error event after a
+    200: that is a 529, retried, not a broken reply given up on."""
+    records: list = []
+    with ScriptedServer([Reply(text=ANSWER, chunks=4, stream_error="overloaded_error"),
+                         Reply(text=ANSWER)]) as s:
+        out = complete(config(s, "anthropic"), records)
+        assert len(s.requests) == 2
+    assert out.text == ANSWER and out.attempts == 2
+    assert [(r["why"], r["detail"]) for r in records[0].retries] == [
+        ("HTTP 529", "HTTP 529: scripted overloaded_error")]
+
+
 # -- a silent server: timeouts counted, one attempt at a time ------------------------------------
 
 @pytest.mark.parametrize("provider", PROVIDERS)

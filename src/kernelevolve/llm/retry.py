@@ -134,6 +134,17 @@ def server_message(body: Any, fallback: str = "") -> str:
     return _one_line(fallback)
 
 
+# An error event in the middle of a streamed reply (Anthropic sends `event: error` after a 200,
+# e.g. "overloaded_error" when the server is overloaded mid-answer) by the status it stands for.
+_STREAM_ERRORS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429,
+                  "timeout_error": 504, "request_too_large": 413}
+
+
+def _error_type(body: Any) -> str | None:
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    return inner.get("type") if isinstance(inner, dict) else None
+
+
 def classify(exc: BaseException, sdk: Any) -> Failure | None:
     """Turn an SDK exception into a Failure; None when it is not an API error (a bug: re-raise).
 
@@ -147,8 +158,13 @@ def classify(exc: BaseException, sdk: Any) -> Failure | None:
     if isinstance(exc, sdk.APIStatusError):
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
-        return Failure("status", exc.status_code,
-                       server_message(getattr(exc, "body", None), getattr(exc, "message", "")),
+        body = getattr(exc, "body", None)
+        status = exc.status_code
+        if status == 200:  # an error event inside a streamed reply: its type says which
+            status = _STREAM_ERRORS.get(_error_type(body))
+            if status is None:
+                return Failure("protocol", None, server_message(body, "error in the stream"))
+        return Failure("status", status, server_message(body, getattr(exc, "message", "")),
                        retry_after_s(headers))
     if isinstance(exc, sdk.APIError):  # e.g. a 200 whose JSON does not match the schema
         return Failure("protocol", None, _one_line(getattr(exc, "message", str(exc))))
