@@ -7,8 +7,8 @@
 The SDKs are an extra (`pip install 'kernelevolve[llm]'`); importing this package does not need
 them, creating a client does.
 """
-from kernelevolve.llm.client import (PLACEHOLDER_KEY, CallRecord, Completion, LLMClient,
-                                     LLMError)
+from kernelevolve.llm.client import PLACEHOLDER_KEY, LLMClient
+from kernelevolve.llm.records import CallRecord, Completion, LLMError
 from kernelevolve.llm.prices import cost_usd, price
 from kernelevolve.llm.quirks import is_reasoning_model, request_params
 from kernelevolve.llm.spec import DEFAULT_KEY_ENV, PROVIDERS, LLMConfig, parse_llm_spec
