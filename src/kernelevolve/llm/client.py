@@ -221,7 +221,6 @@ class LLMClient:
                     self._record(log, record, None, repr(exc), cause="client error")
                     raise
                 if failure is None:
-                    text, calls, t_in, t_out, finish = reply
                     break
                 log.timeouts += failure.kind in ("timeout", "cap")
                 quirk = quirks.quirk_from_rejection(failure.status, failure.message, params)
@@ -249,7 +248,13 @@ class LLMClient:
                 error = self._error_message(failure, log.attempts)
                 self._record(log, record, None, error, cause=failure.label)
                 raise LLMError(error, status=failure.status, attempts=log.attempts)
-            latency = time.monotonic() - log.start
+        return self._answer(log, record, reply, time.monotonic() - log.start, text_calls_turn)
+
+    def _answer(self, log: "_Log", record: _Ask, reply: tuple, latency: float,
+                text_calls_turn: int | None) -> Completion:
+        """The Completion (and the CallRecord) of a call that got its answer."""
+        cfg = self.config
+        text, calls, t_in, t_out, finish = reply
         text = self._scrub(text) or ""
         if text_calls_turn is not None:
             calls = tools.parse_text_calls(text, text_calls_turn)
