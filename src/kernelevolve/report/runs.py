@@ -124,13 +124,13 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     if s.get("synth_coverage"):
         console.print("synthesizer coverage:\n" + s["synth_coverage"], highlight=False,
                       markup=False)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")
-    for col in ("id", "parents", "operator", "stage", "search-time fitness", "rationale"):
     if s.get("tool_traffic"):  # --agent: the tool calls of each proposal
         from kernelevolve.report.tool_traffic import traffic_lines
 
         console.print("\n".join(["agent tool calls:"] + traffic_lines(s["tool_traffic"])),
                       highlight=False, markup=False, soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")
+    for col in ("id", "parents", "operator", "stage", "search-time fitness", "rationale"):
         table.add_column(col)
     for n in s["nodes"]:
         fit = "-" if n["fitness"] is None else f"{n['fitness']:.3f}"
