@@ -8,7 +8,6 @@ finalists and stores the outcome.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import secrets
 import time
@@ -23,6 +22,7 @@ from kernelevolve.harness.evaluate import EvalOptions
 from kernelevolve.harness.integrity import IntegrityPolicy
 from kernelevolve.operators.registry import OperatorDeps, make_operators
 from kernelevolve.problem import load_problem
+from kernelevolve.run_agent import agent_settings
 from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
 from kernelevolve.search.baselines import compile_known, figures, fitness_for
@@ -229,7 +229,7 @@ class Run:
         meter = CostMeter(self.store, self.id)
         deps = self._operator_deps(problem.path, llm_config, meter)
         if cfg.agent and llm_config is not None:
-            deps.agent = self._agent_settings(executor, problem, meter)
+            deps.agent = agent_settings(self, executor, problem, meter)
         self.store.set_run_status(self.id, "running")
         graph = self.graph()
         self.live_graph = graph
@@ -285,46 +285,6 @@ class Run:
         paths = learn_from_run(self, graph, outcome, fp, learned)
         for path in paths:
             self.store.add_event(self.id, "learned_note", {"path": str(path)})
-
-    def _agent_settings(self, executor, problem, meter):
-        """The LLM's tool loop (`--agent`): tool evaluations go through the same executor (so
-        the same sandbox and gates) as nodes, restricted to one case; each is recorded as a
-        `tool_evaluation` event, never becomes a node and never counts toward --max-evals."""
-        from kernelevolve.harness.timing import TimingPolicy
-        from kernelevolve.operators.agent import AgentSettings
-
-        budgets = self.config.budgets
-        folder = self._dir() / "tools"
-
-        async def evaluate(source: str, tool: str, only_cases: tuple, stop_after: str | None,
-                           timing: dict[str, Any] | None = None) -> dict[str, Any]:
-            digest = hashlib.sha256(source.encode()).hexdigest()
-            path = folder / f"{digest[:16]}.py"
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(source)
-            options = dataclasses.replace(self._search_options, only_cases=tuple(only_cases),
-                                          stop_after=stop_after)
-            if timing:  # the agent's paired `time` (operators/agent_timing.py)
-                options = dataclasses.replace(options, timing=TimingPolicy(**timing))
-            try:
-                result = (await executor.evaluate(problem, path, options)).to_dict()
-            except (InfraError, UsageError) as exc:
-                result = {"error": str(exc)}
-            self.store.add_event(self.id, "tool_evaluation", {
-                "tool": tool, "source_hash": digest, "path": str(path),
-                "only_cases": list(only_cases), "stop_after": stop_after, "timing": timing,
-                "result": result})
-            return result
-
-        def over_budget() -> str | None:
-            if budgets.max_cost is not None and meter.cost_usd >= budgets.max_cost:
-                return f"cost budget reached (${budgets.max_cost:g})"
-            if budgets.max_tokens is not None and meter.tokens >= budgets.max_tokens:
-                return f"token budget reached ({budgets.max_tokens} tokens)"
-            return None
-
-        return AgentSettings(evaluate=evaluate, turns=self.config.agent_turns,
-                             over_budget=over_budget)
 
     async def _evaluate(self, executor, problem, node: Node) -> dict[str, Any]:
         path = self._dir() / "nodes" / f"node{node.id}.py"
