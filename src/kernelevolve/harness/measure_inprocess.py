@@ -33,6 +33,16 @@ def _refill(targets: list[Any], values: list[Any]) -> None:
                 targets[i] = src
 
 
+def _references_and_inputs(session: Session, req: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """Per case: the reference model, its timing input sets and its fresh re-check inputs."""
+    refs, sets, fresh = {}, {}, {}
+    for case in session.cases:
+        refs[case.name] = session.build(session.module.Model, case)
+        sets[case.name] = [session.inputs(case, s) for s in req["timing_seeds"][case.name]]
+        fresh[case.name] = [session.inputs(case, s) for s in req["seeds"][case.name]]
+    return refs, sets, fresh
+
+
 def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     import time
 
@@ -45,11 +55,7 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     session = Session(req)
     policy = TimingPolicy(**req["timing"])
     timer = session.platform.make_timer()
-    refs, sets, fresh = {}, {}, {}
-    for case in session.cases:
-        refs[case.name] = session.build(session.module.Model, case)
-        sets[case.name] = [session.inputs(case, s) for s in req["timing_seeds"][case.name]]
-        fresh[case.name] = [session.inputs(case, s) for s in req["seeds"][case.name]]
+    refs, sets, fresh = _references_and_inputs(session, req)
     compiled, compile_error = {}, None
     if req.get("baseline") == "compile":
         progress.stage("compile")
