@@ -15,6 +15,7 @@ import pytest
 
 from conftest import PROBLEMS, example
 from llm_servers import ScriptedServer, prompt_of
+from engine_hooks import MemoryHooks
 
 from kernelevolve.knowledge import default_index
 from kernelevolve.knowledge.applies import ProblemFacts, source_ops
@@ -23,7 +24,7 @@ from kernelevolve.knowledge.sections import choose, split
 from kernelevolve.operators.base import Draft, ProposalContext
 from kernelevolve.operators.prompt import PromptBuilder
 from kernelevolve.search.drafting import draft_cap, next_step, repairable, superseded
-from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
+from kernelevolve.search.engine import EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import Greedy
 from kernelevolve.search.termination import Budgets, Progress
@@ -79,37 +80,11 @@ class Writer:
         return [c for c in self.calls if c[0] == kind]
 
 
-class Hooks:
-    def __init__(self, graph):
-        self.graph, self.sources = graph, {ROOT: "reference"}
-
-    def add_node(self, draft):
-        nid = max(self.graph.nodes) + 1
-        self.sources[nid] = draft.source
-        return Node(nid, draft.parents, draft.operator, draft.rationale,
-                    source_hash(draft.source), meta=dict(draft.meta))
-
-    def record(self, node, result, wall_s):
-        node.meta["result"] = result
-
-    def infra_failure(self, node, reason):
-        raise AssertionError(reason)
-
-    def event(self, kind, data):
-        pass
-
-    def source(self, node_id):
-        return self.sources[node_id]
-
-    def result(self, node_id):
-        return self.graph.get(node_id).meta.get("result", {})
-
-
 def search(operator, max_evals, in_flight=1, problem="p.py"):
     graph = SearchGraph()
     graph.add(Node(ROOT, (), "reference", "ref", "h0", status="root", fitness=1.0))
     engine = SearchEngine(graph=graph, operators=[operator], policy=Greedy(), evaluate=judge,
-                          hooks=Hooks(graph), budgets=Budgets(max_evals=max_evals,
+                          hooks=MemoryHooks(graph), budgets=Budgets(max_evals=max_evals,
                                                               plateau_evals=None),
                           progress=Progress(), problem_path=problem, problem_source="",
                           platform="cpu", config=EngineConfig(max_in_flight=in_flight))

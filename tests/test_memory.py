@@ -13,11 +13,12 @@ import re
 import numpy as np
 
 from conftest import example
+from engine_hooks import MemoryHooks
 from test_timing_stats import _result_from, paired
 
 from kernelevolve.operators.base import Draft, ParentView
 from kernelevolve.operators.prompt import PromptBuilder
-from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
+from kernelevolve.search.engine import EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.memory import (NOISY_LEGEND, fitness_baseline, fitness_interval,
                                         history_table)
@@ -217,32 +218,6 @@ class ScriptedOperator:
         return [self.drafts.pop(0)] if self.drafts else []
 
 
-class Hooks:
-    def __init__(self, graph, scored):
-        self.graph, self.scored, self.sources, self.results = graph, scored, {ROOT: "ref"}, {}
-
-    def add_node(self, draft):
-        node_id = max(self.graph.nodes) + 1
-        self.sources[node_id] = draft.source
-        return Node(node_id, draft.parents, draft.operator, draft.rationale,
-                    source_hash(draft.source), meta=dict(draft.meta))
-
-    def record(self, node, result, wall_s):
-        self.results[node.id] = result
-
-    def infra_failure(self, node, reason):
-        raise AssertionError(reason)
-
-    def event(self, kind, data):
-        pass
-
-    def source(self, node_id):
-        return self.sources[node_id]
-
-    def result(self, node_id):
-        return self.results.get(node_id, {})
-
-
 def test_the_engine_hands_the_operator_a_table_that_tells_noise_from_change():
     r = _results()
     scored = {"A": r["quiet"], "A'": r["rerun"], "B": r["slower"],
@@ -254,7 +229,7 @@ def test_the_engine_hands_the_operator_a_table_that_tells_noise_from_change():
                            Draft("C", (1,), "scripted", "")])
     graph = SearchGraph()
     graph.add(Node(ROOT, (), "reference", "ref", "h0", status="root", fitness=1.0))
-    hooks = Hooks(graph, scored)
+    hooks = MemoryHooks(graph)
 
     async def evaluate(node, source):
         return dict(scored[source])
