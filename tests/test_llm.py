@@ -14,7 +14,7 @@ from kernelevolve.llm import (CallRecord, LLMClient, LLMConfig, LLMError, cost_u
                               parse_llm_spec, request_params)
 from kernelevolve.llm import prices, quirks
 from kernelevolve.llm.retry import backoff_s, retry_after_s
-from llm_servers import Reply, ScriptedServer, prompt_of
+from llm_servers import Reply, ScriptedServer, prompt_of, isolate_llm_env
 
 KEY_ENV = "KE_TEST_OPENAI_KEY"
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
@@ -26,13 +26,7 @@ TEMPERATURE_400 = {"error": {"message": "Unsupported parameter: 'temperature' is
 def llm_env(monkeypatch):
     """A test key; provider keys removed; SDK default URLs pointed at a dead local port, so a
     test that forgot its base_url fails instead of reaching a real provider."""
-    monkeypatch.setenv(KEY_ENV, KEY)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                "KERNELEVOLVE_PRICES"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-    quirks.forget_learned()
+    isolate_llm_env(monkeypatch, KEY_ENV, KEY)
     yield
     quirks.forget_learned()
 

@@ -15,7 +15,7 @@ from kernelevolve.llm.tools import ToolSpec
 from kernelevolve.report.summary import calls_line, llm_cost
 from kernelevolve.run_hooks import CostMeter
 from kernelevolve.store import Store
-from llm_servers import Reply, ScriptedServer
+from llm_servers import Reply, ScriptedServer, isolate_llm_env
 
 KEY_ENV = "KE_TEST_CALLS_KEY"
 KEY = "sk-test-calls-DO-NOT-LEAK-0123456789"
@@ -26,12 +26,7 @@ ANSWER = "Change: fuse the passes.\n```python\n" + "x = 1\n" * 60 + "```"
 
 @pytest.fixture(autouse=True)
 def llm_env(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, KEY)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a forgotten base URL fails
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-    quirks.forget_learned()
+    isolate_llm_env(monkeypatch, KEY_ENV, KEY)
     yield
     quirks.forget_learned()
 

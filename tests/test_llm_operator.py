@@ -3,15 +3,13 @@ Anthropic protocols with scripted replies. No real provider is ever contacted.""
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import CORPUS, EXAMPLES, PROBLEMS, example, run_cli
-from llm_servers import Reply, ScriptedServer, prompt_of
+from llm_servers import Reply, ScriptedServer, isolate_llm_env, prompt_of
 
 SECRET = "sk-very-secret-0123456789"
 KEY_VAR = "MYLLMCRED"  # deliberately not named like a secret: scrubbed because it is the key
@@ -22,11 +20,7 @@ SEED = CORPUS / "good_softmax_cpp.py"  # correct but slow (about 0.2x): room to 
 
 @pytest.fixture
 def llm_env(monkeypatch):
-    monkeypatch.setenv(KEY_VAR, SECRET)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a forgotten base URL fails
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    isolate_llm_env(monkeypatch, KEY_VAR, SECRET)
 
 
 class Script:
