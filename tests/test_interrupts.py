@@ -1,4 +1,4 @@
-"""A SIGTERM is never lost: the handler's KeyboardInterrupt can be swallowed when it fires
+"""A SIGTERM or a Ctrl-C is never lost: the handler's KeyboardInterrupt can be swallowed when it fires
 inside a weakref callback or a finalizer ("Exception ignored in ..."), so the request is kept
 and the long loops raise it again at their safe points (seen: a tune-model that went on to the
 end after SIGTERM)."""
@@ -64,6 +64,56 @@ def test_a_swallowed_interrupt_prints_no_traceback(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "stopped at the check"
     assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
+
+
+# asyncio.run turns a SIGINT left to Python's default handler into a cancellation of the main
+# task; code that consumes the cancellation on its way (here: a wait that catches it and goes
+# on) loses the Ctrl-C, and the program runs to its end (seen in CI: a run interrupted after its
+# first evaluation searched on and exited 0).
+_SWALLOWS_A_CANCELLATION = (
+    "import asyncio, os, signal, sys\n"
+    "from kernelevolve import interrupts\n"
+    "async def main():\n"
+    "    asyncio.get_running_loop().call_later(0.2, os.kill, os.getpid(), signal.SIGINT)\n"
+    "    try:\n"
+    "        await asyncio.sleep(60)\n"
+    "    except asyncio.CancelledError:\n"
+    "        pass\n"
+    "    for _ in range(3):\n"
+    "        await asyncio.sleep(0.05)\n"
+    "        interrupts.check()\n"
+    "    return 'ran to the end'\n"
+    "def go():\n"
+    "    try:\n"
+    "        print(asyncio.run(main()))\n"
+    "    except KeyboardInterrupt:\n"
+    "        print('stopped')\n"
+    "if sys.argv[1] == 'handled':\n"
+    "    with interrupts.stop_signals():\n"
+    "        go()\n"
+    "else:\n"
+    "    go()\n")
+
+
+@pytest.mark.parametrize("mode, expected", [("default", "ran to the end"),
+                                            ("handled", "stopped")])
+def test_a_ctrl_c_that_a_cancellation_would_lose_stops_the_command(mode, expected):
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _SWALLOWS_A_CANCELLATION, mode],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected  # default: the attack works; handled: it is stopped
+
+
+def test_stop_signals_handles_both_signals_and_restores_them():
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with interrupts.stop_signals():
+        assert signal.getsignal(signal.SIGINT) is interrupts.terminate
+        assert signal.getsignal(signal.SIGTERM) is interrupts.terminate
+    assert {s: signal.getsignal(s) for s in before} == before
 
 
 @pytest.mark.slow

@@ -3,13 +3,14 @@ final text, the resume hint on Ctrl-C / SIGTERM, and the exit code (exit_codes.p
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from kernelevolve.interrupts import stop_signals
 
 err_console = Console(stderr=True)
 
@@ -44,25 +45,23 @@ def execute(run, json_path: Optional[Path], force: bool = False,
     _say_how_it_starts(run)
     hint = f"kernelevolve resume {run.id}" + (
         "" if run.workspace == Path(".kernelevolve") else f" --workspace {run.workspace}")
-    previous = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C
-    try:
-        with progress_view(run, console, view) as progress:
-            outcome = run.execute(force=force, on_change=progress.refresh,
-                                  on_status=progress.set_status, ray_address=ray_address)
-            progress.set_status("finished")
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted; every finished evaluation is kept; resume with "
-                          f"`{hint}`", highlight=False, soft_wrap=True)
-        raise typer.Exit(exit_codes.INTERRUPTED)
-    except ExecutorError as exc:
-        if getattr(run, "live_graph", None) is None:
-            raise  # could not start (no cluster): a one-line error, exit 2, resumable
-        err_console.print(f"[bold red]stopped by failures:[/] {escape(str(exc))}. Every "
-                          f"finished evaluation is kept; resume with `{hint}`", highlight=False,
-                          soft_wrap=True)
-        raise typer.Exit(exit_codes.FAILED)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with stop_signals():  # SIGTERM and Ctrl-C stop the same way, never lost
+        try:
+            with progress_view(run, console, view) as progress:
+                outcome = run.execute(force=force, on_change=progress.refresh,
+                                      on_status=progress.set_status, ray_address=ray_address)
+                progress.set_status("finished")
+        except KeyboardInterrupt:
+            err_console.print(f"interrupted; every finished evaluation is kept; resume with "
+                              f"`{hint}`", highlight=False, soft_wrap=True)
+            raise typer.Exit(exit_codes.INTERRUPTED)
+        except ExecutorError as exc:
+            if getattr(run, "live_graph", None) is None:
+                raise  # could not start (no cluster): a one-line error, exit 2, resumable
+            err_console.print(f"[bold red]stopped by failures:[/] {escape(str(exc))}. Every "
+                              f"finished evaluation is kept; resume with `{hint}`", highlight=False,
+                              soft_wrap=True)
+            raise typer.Exit(exit_codes.FAILED)
     summary = run_summary(run)
     if view == "json":
         print(json.dumps({"event": "outcome", **(run.outcome or {}),
@@ -116,8 +115,3 @@ def _print_outcome(run, outcome: dict, summary: dict, console: Console) -> None:
         node = run.workspace / "runs" / run.id / "nodes" / f"node{outcome['node_id']}.py"
         console.print(f"best candidate, not a safe improvement: {node}", soft_wrap=True)
 
-
-def _terminate(signum, frame) -> None:
-    from kernelevolve.interrupts import terminate
-
-    terminate(signum, frame)

@@ -1,4 +1,4 @@
-"""SIGTERM as Ctrl-C, without losing it.
+"""SIGTERM and Ctrl-C (SIGINT), without losing either.
 
 The commands stop on SIGTERM as on Ctrl-C: the handler raises KeyboardInterrupt. Python runs a
 signal handler between bytecodes of the main thread, and when that moment falls inside a
@@ -7,18 +7,24 @@ exception is printed as "Exception ignored in ..." and dropped: the command went
 (seen: tune-model finished a search, the in-place check and the measurement after a SIGTERM).
 So the handler also records the request, and the long loops call `check()` at their safe
 points (the search engine's loop, between a campaign's problems, between tune-model's phases),
-which raises it again.
+which raises it again. SIGINT gets the same handler: left to Python's default, `asyncio.run`
+turns it into a cancellation of the main task, and a cancellation consumed on its way (seen:
+a run interrupted after its first evaluation searched on to the end and exited 0) is lost.
+`stop_signals()` installs the handler for both while a command runs.
 """
 from __future__ import annotations
 
+import signal
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 _requested = False
 _hooked = False
 
 
 def terminate(signum: int, frame: object) -> None:
-    """The SIGTERM handler: remember, then interrupt like Ctrl-C."""
+    """The SIGTERM and SIGINT handler: remember, then interrupt like Ctrl-C."""
     global _requested
     _requested = True
     _quiet_swallowed()
@@ -58,3 +64,16 @@ def clear() -> None:
     """The stop was handled (the command is exiting, or a caller resumes in-process)."""
     global _requested
     _requested = False
+
+
+@contextmanager
+def stop_signals() -> Iterator[None]:
+    """While a command runs: SIGTERM and SIGINT raise KeyboardInterrupt and are remembered
+    (check() raises them again where one was swallowed); the previous handlers come back after."""
+    wanted = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, terminate) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

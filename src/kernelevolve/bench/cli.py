@@ -13,12 +13,12 @@ benches/aten-matrix.json and .html.
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from kernelevolve.interrupts import stop_signals
 from kernelevolve.cli_options import (OPT_EXECUTOR, OPT_LLM_API_KEY_ENV, OPT_LLM_BASE_URL,
                                        OPT_RAY_ADDRESS)
 
@@ -240,19 +240,17 @@ def _run(camp: Any, workspace: Path, flags: dict[str, Any], total_time: float | 
             err_console.print(f"[{i}/{total}] {row['problem']}: {what}", highlight=False,
                               soft_wrap=True, markup=False)
 
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        if drafting:
-            run_drafts(camp, flags, language, total_time=total_time, say=say)
-        else:
-            run_campaign(camp, workspace, flags, total_time=total_time, say=say)
-    except KeyboardInterrupt:
-        camp.save()
-        err_console.print(f"interrupted; finished problems are kept; run the same command to "
-                          f"resume bench {camp.name}", highlight=False, soft_wrap=True)
-        raise typer.Exit(130)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with stop_signals():  # SIGTERM and Ctrl-C stop the same way, never lost
+        try:
+            if drafting:
+                run_drafts(camp, flags, language, total_time=total_time, say=say)
+            else:
+                run_campaign(camp, workspace, flags, total_time=total_time, say=say)
+        except KeyboardInterrupt:
+            camp.save()
+            err_console.print(f"interrupted; finished problems are kept; run the same command to "
+                              f"resume bench {camp.name}", highlight=False, soft_wrap=True)
+            raise typer.Exit(130)
 
 
 def _done_text(row: dict[str, Any], drafting: bool) -> str:
@@ -302,8 +300,3 @@ def _report(camp: Any, workspace: Path, json_path: Optional[Path],
         json_path.write_text(json.dumps(out, indent=2, default=str))
     typer.echo(f"state: {camp.path}; report: {camp.path.with_suffix('.html')}")
 
-
-def _terminate(signum, frame) -> None:
-    from kernelevolve.interrupts import terminate
-
-    terminate(signum, frame)

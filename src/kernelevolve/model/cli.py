@@ -7,12 +7,12 @@ MODEL is a KernelBench-format model file (`Model`, `get_inputs`, `get_init_input
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from kernelevolve.interrupts import stop_signals
 from kernelevolve.cli_options import (OPT_EXECUTOR, OPT_LLM_API_KEY_ENV, OPT_LLM_BASE_URL,
                                        OPT_RAY_ADDRESS)
 
@@ -109,11 +109,6 @@ def extract_cmd(model: Path = MODEL_ARG, top: int = TOP_OPT,
         raise typer.Exit(3)
 
 
-def _terminate(signum, frame) -> None:
-    from kernelevolve.interrupts import terminate
-
-    terminate(signum, frame)
-
 
 def tune_model_cmd(
     model: Path = MODEL_ARG, workspace: Path = WS_OPT, top: int = TOP_OPT,
@@ -154,15 +149,13 @@ def tune_model_cmd(
         opts = TuneOptions(top=top, max_evals=max_evals, min_share=min_share,
                            measure_reps=reps, compile=compile_, in_situ=in_situ,
                            flags=flags)
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        with _user_errors():
-            summary = tune_model(model, workspace, opts, _say, _row_note)
-    except KeyboardInterrupt:
-        _say("interrupted; finished work is kept; run the same command to resume")
-        raise typer.Exit(130)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with stop_signals():  # SIGTERM and Ctrl-C stop the same way, never lost
+        try:
+            with _user_errors():
+                summary = tune_model(model, workspace, opts, _say, _row_note)
+        except KeyboardInterrupt:
+            _say("interrupted; finished work is kept; run the same command to resume")
+            raise typer.Exit(130)
     _report(summary, json_path, html_path)
     raise typer.Exit(0 if summary["safe"] else 3)
 
