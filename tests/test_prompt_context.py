@@ -245,3 +245,8 @@ def test_baselines_machine_facts_and_speed_of_light_are_in_the_prompt(wire):
     assert re.search(r"case 512x2048: candidate CPU [\d.]+ ms/call", improve[-1])
     assert summary["operators"]["configured"] == ["llm"]
     assert set(summary["operators"]["ran"]) == {"llm"}
+    # One baseline (issue 27): the evaluation that also timed torch.compile is ranked on its
+    # speedup over eager like every other node, never on its speedup over torch.compile.
+    for node in summary["nodes"]:
+        if node["id"] and node["stage"] == "accepted":
+            assert node["fitness"] == pytest.approx(node["speedup"]), node
