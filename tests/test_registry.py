@@ -381,12 +381,16 @@ def test_revalidate_runs_the_registered_binary_when_a_rebuild_differs(reg, searc
 
     report, = revalidate(reg, ["rmsnorm"], timing=QUICK)
     drift, = report["drift"]["compiler"]
-    assert report["verdict"] == "kept" and report["version"] == 2
+    # The subject is drift: both binaries pass every gate. Whether each still beats eager is a
+    # timing verdict (QUICK timing): on a loaded machine it may be "no longer beats", never a
+    # rejection at a gate (CI saw a demotion once, with two test workers busy).
+    for said in (report, drift["registered_binary"]):
+        assert said["verdict"] == "kept" or said["why"].startswith("no longer beats"), report
+    assert report["version"] == 2
     assert drift["rebuilt"] and not drift["same_binary"]
     assert drift["compiler_then"] == "g++ (an older one) 11.0"
     assert drift["compiler_now"].startswith("g++")
     assert drift["old_binary_loads"] == "yes"
-    assert drift["registered_binary"]["verdict"] == "kept"
 
 
 @pytest.mark.slow
