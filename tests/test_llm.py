@@ -14,7 +14,8 @@ from kernelevolve.llm import (CallRecord, LLMClient, LLMConfig, LLMError, cost_u
                               parse_llm_spec, request_params)
 from kernelevolve.llm import prices, quirks
 from kernelevolve.llm.retry import backoff_s, retry_after_s
-from llm_servers import Reply, ScriptedServer, prompt_of, isolate_llm_env
+from llm_env import isolate_llm_env
+from llm_servers import Reply, ScriptedServer, prompt_of
 
 KEY_ENV = "KE_TEST_OPENAI_KEY"
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"

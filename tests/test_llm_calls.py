@@ -15,7 +15,8 @@ from kernelevolve.llm.tools import ToolSpec
 from kernelevolve.report.summary import calls_line, llm_cost
 from kernelevolve.run_hooks import CostMeter
 from kernelevolve.store import Store
-from llm_servers import Reply, ScriptedServer, isolate_llm_env
+from llm_env import isolate_llm_env
+from llm_servers import Reply, ScriptedServer
 
 KEY_ENV = "KE_TEST_CALLS_KEY"
 KEY = "sk-test-calls-DO-NOT-LEAK-0123456789"

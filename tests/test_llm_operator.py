@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, EXAMPLES, PROBLEMS, example, run_cli
-from llm_servers import Reply, ScriptedServer, isolate_llm_env, prompt_of
+from llm_env import isolate_llm_env
+from llm_servers import Reply, ScriptedServer, prompt_of
 
 SECRET = "sk-very-secret-0123456789"
 KEY_VAR = "MYLLMCRED"  # deliberately not named like a secret: scrubbed because it is the key
