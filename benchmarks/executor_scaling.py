@@ -56,7 +56,7 @@ def make(kind: str, slots: int, options):
     from kernelevolve.executors.local import LocalExecutor
     from kernelevolve.executors.ray_actor import ActorSpec
     from kernelevolve.executors.ray_executor import RayExecutor
-    from kernelevolve.harness.evaluate import Evaluator
+    from kernelevolve.harness.driver.evaluate import Evaluator
 
     if kind == "local":
         return LocalExecutor(Evaluator("cpu", workers=slots, options=options), slots)
@@ -96,8 +96,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from kernelevolve.executors.ray_cluster import connect, ray_available
-    from kernelevolve.harness.evaluate import EvalOptions
-    from kernelevolve.harness.timing import TimingPolicy
+    from kernelevolve.harness.driver.evaluate import EvalOptions
+    from kernelevolve.harness.protocol.timing import TimingPolicy
     from kernelevolve.problem import load_problem
 
     console = Console(width=120)

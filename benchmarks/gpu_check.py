@@ -30,7 +30,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from kernelevolve.errors import KernelevolveError
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 
     console = Console(width=140)
     table = Table(title=f"Triton examples on {args.platform}")
@@ -72,7 +72,7 @@ def _containment(ev_args: tuple, console: Console) -> int:
     import tempfile
     from dataclasses import replace
 
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 
     table = Table(title="containment on the device")
     for col in ("candidate", "profile", "filter", "landlock", "verdict"):

@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--sandbox", default=None)
     args = ap.parse_args()
 
-    from kernelevolve.harness.evaluate import Evaluator
+    from kernelevolve.harness.driver.evaluate import Evaluator
     from kernelevolve.problem import load_problem
 
     problem = load_problem(HERE / "problems" / "trivial.py")

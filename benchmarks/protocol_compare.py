@@ -1,7 +1,7 @@
 """Outside measurement against the earlier in-process protocol, on the same kernels.
 
 For every example C++ candidate and every good corpus candidate the harness measures, it runs
-the full evaluation with `measurement="outside"` (harness/measure.py: the reference and the
+the full evaluation with `measurement="outside"` (harness/worker/measure.py: the reference and the
 clock in a process that never loads candidate code, fresh inputs per timed call) and with
 `measurement="inprocess"` (the earlier protocol: both timed in one process over three rotating
 input sets), alternating A, B, A, B so that drift on a shared machine lands on both. Prints the
@@ -50,7 +50,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 
     console = Console()
     rows = []

@@ -204,8 +204,8 @@ def search(problem: Path, draft: Path, work: Path, evals: int, max_time: float,
 
 def measure(problem: Path, candidate: Path, row: ProblemRow) -> None:
     """One harness evaluation with the compile baseline; fills the row's cases and speedups."""
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
-    from kernelevolve.harness.timing import TimingPolicy
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.protocol.timing import TimingPolicy
 
     options = EvalOptions(baseline="compile",
                           timing=TimingPolicy(min_reps=30, min_time_s=1.0, max_time_s=5.0))

@@ -124,7 +124,7 @@ def timed_rounds(fns: list, inputs: list, reps: int) -> list[list[float]]:
 def measure(name: str, rows: int, cols: int, reps: int, work: Path) -> dict:
     import torch
 
-    from kernelevolve.harness.compare import compare_outputs
+    from kernelevolve.harness.gates.compare import compare_outputs
     from kernelevolve.synth import synthesize
     from kernelevolve.synth.capture import NotCovered
 

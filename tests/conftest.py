@@ -34,9 +34,9 @@ def example(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def evaluator():
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
-    from kernelevolve.harness.pool import Limits
-    from kernelevolve.harness.timing import TimingPolicy
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.driver.pool import Limits
+    from kernelevolve.harness.protocol.timing import TimingPolicy
 
     options = EvalOptions(timing=TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=1.0))
     ev = Evaluator("cpu", limits=Limits(stage_timeouts=dict(TEST_STAGE_TIMEOUTS)), options=options)

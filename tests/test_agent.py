@@ -224,7 +224,7 @@ def test_converse_keeps_the_client_request_path(monkeypatch):
 
 def test_restricted_evaluations_are_validated(evaluator, tmp_path):
     from kernelevolve.errors import UsageError
-    from kernelevolve.harness.evaluate import EvalOptions
+    from kernelevolve.harness.driver.evaluate import EvalOptions
 
     cand = tmp_path / "good.py"
     cand.write_text(GOOD)

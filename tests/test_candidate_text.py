@@ -1,4 +1,4 @@
-"""Text from a candidate is data (harness/text.py): made inert where it enters the driver, fenced
+"""Text from a candidate is data (harness/protocol/text.py): made inert where it enters the driver, fenced
 and labelled where a prompt quotes it.
 
 The sanitiser on a table of inputs; the entry points (the job's reply, the build log); then the
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, example, run_cli
-from kernelevolve.harness.text import (LABEL, REASON_LABEL, clean, clean_tree, fence, inline,
+from kernelevolve.harness.protocol.text import (LABEL, REASON_LABEL, clean, clean_tree, fence, inline,
                                       quoted)
 
 # What must never come back raw: C0 controls but tab and newline, DEL, the C1 controls (8-bit
@@ -91,7 +91,7 @@ def test_fences_cannot_be_closed_by_the_text():
 
 
 def test_a_jobs_reply_is_made_inert_where_it_enters_the_driver():
-    from kernelevolve.harness.outcome import from_reply
+    from kernelevolve.harness.driver.outcome import from_reply
 
     out = from_reply({"status": "exited", "code": 1, "stage": "run",
                       "stderr_tail": "log\n\x1b[2J\x1b]0;t\x07boom \u202e",
@@ -107,7 +107,7 @@ def test_a_jobs_reply_is_made_inert_where_it_enters_the_driver():
 def test_compiler_output_is_made_inert_in_the_build_log(tmp_path):
     """g++ quotes an `#error` line's bytes raw: the reply to the job and the driver's build log
     hold them escaped."""
-    from kernelevolve.harness.build_service import BuildService
+    from kernelevolve.harness.driver.build_service import BuildService
 
     service = BuildService(tmp_path)
     source = "#error \x1b[2J\x1b]0;ACCEPTED\x07 \u202eDETPECCA\u202c\nint x;\n"

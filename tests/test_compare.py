@@ -1,4 +1,4 @@
-"""The trusted comparison (harness/compare.py): every way an output can differ, and the tolerances."""
+"""The trusted comparison (harness/gates/compare.py): every way an output can differ, and the tolerances."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from kernelevolve.harness.compare import DEFAULT_TOLERANCE, compare_outputs, tolerance_for
+from kernelevolve.harness.gates.compare import DEFAULT_TOLERANCE, compare_outputs, tolerance_for
 
 
 def cmp(ref, cand, tolerance=None):

@@ -19,9 +19,9 @@ import pytest
 
 from conftest import CORPUS, TEST_STAGE_TIMEOUTS, example
 from kernelevolve import knobs
-from kernelevolve.harness.evaluate import EvalOptions, Evaluator
-from kernelevolve.harness.pool import Limits, WorkerPool
-from kernelevolve.harness.timing import TimingPolicy
+from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+from kernelevolve.harness.driver.pool import Limits, WorkerPool
+from kernelevolve.harness.protocol.timing import TimingPolicy
 from kernelevolve.runtime.cpp_cache import LibraryCache, sha256_file
 
 pytestmark = pytest.mark.slow
@@ -110,8 +110,8 @@ extern "C" void softmax_rows(const float*, float*, long, long) {{}}
 DRIVER_SCRIPT = r'''
 import json, sys
 from dataclasses import replace
-from kernelevolve.harness.evaluate import EvalOptions, Evaluator
-from kernelevolve.harness.timing import TimingPolicy
+from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+from kernelevolve.harness.protocol.timing import TimingPolicy
 fast = EvalOptions(timing=TimingPolicy(min_reps=3, min_time_s=0.05, max_time_s=0.3))
 layers = [fast, replace(fast, static_rules=False, inspect_libraries=False),
           replace(fast, static_rules=False, inspect_libraries=False, syscall_filter=False)]

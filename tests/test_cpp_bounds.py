@@ -8,8 +8,8 @@ import pytest
 
 from kernelevolve import knobs
 from kernelevolve.errors import CppCompileError
-from kernelevolve.harness.build_service import BuildService
-from kernelevolve.harness.cpp_rules import check_source
+from kernelevolve.harness.driver.build_service import BuildService
+from kernelevolve.harness.gates.cpp_rules import check_source
 from kernelevolve.runtime.cpp import compile_library
 from kernelevolve.runtime.cpp_diagnostics import own_lines
 from kernelevolve.runtime.cpp_limits import CompileLimits

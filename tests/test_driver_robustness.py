@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from kernelevolve.harness.build_service import BuildService
-from kernelevolve.harness.outcome import JobOutcome
-from kernelevolve.harness.pool import Limits
-from kernelevolve.harness.worker import Worker
+from kernelevolve.harness.driver.build_service import BuildService
+from kernelevolve.harness.driver.outcome import JobOutcome
+from kernelevolve.harness.driver.pool import Limits
+from kernelevolve.harness.driver.worker_handle import Worker
 from kernelevolve.plugins import get_platform
 
 HOSTILE_SERVER = r'''

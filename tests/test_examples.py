@@ -17,7 +17,7 @@ def test_every_example_has_both_candidates():
 
 
 # The fastest each example must measure. The softmax example's win was cache warmth: timed on
-# fresh input content for every call (harness/measure.py) it draws with eager (about 0.9x).
+# fresh input content for every call (harness/worker/measure.py) it draws with eager (about 0.9x).
 FLOOR = {"softmax": 0.6}
 
 

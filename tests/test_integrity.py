@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import CORPUS, PROBLEMS, example
-from kernelevolve.harness.integrity import (IntegrityPolicy, fallback_problem, launch_problem,
+from kernelevolve.harness.gates.integrity import (IntegrityPolicy, fallback_problem, launch_problem,
                                             neutered_problem, norm_ratio_problem, timing_problem)
 from kernelevolve.problem import derive_held_out, load_problem
 
@@ -124,7 +124,7 @@ def test_neutered_check_needs_a_reference_output_a_skipped_kernel_could_miss():
     cases say nothing; a case with a finite value still convicts a kernel torch stands in for."""
     import torch
 
-    from kernelevolve.harness.integrity import neutered_problem
+    from kernelevolve.harness.gates.integrity import neutered_problem
 
     nan, inf = torch.tensor(float("nan")), torch.tensor([float("inf"), -float("inf")])
     assert neutered_problem("edge", [nan], {"outputs": [nan.clone()]}, None) is None
@@ -145,7 +145,7 @@ def test_neutered_check_ignores_an_all_zero_reference_output():
     without any kernel. Zeros say nothing; any nonzero value still convicts."""
     import torch
 
-    from kernelevolve.harness.integrity import neutered_problem
+    from kernelevolve.harness.gates.integrity import neutered_problem
 
     index0 = torch.tensor(0)
     assert neutered_problem("edge", [index0], {"outputs": [torch.zeros((), dtype=torch.int64)]},

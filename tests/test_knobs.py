@@ -13,7 +13,7 @@ from kernelevolve import knobs
 
 SRC = Path(kernelevolve.__file__).parent
 # where the whole environment is filtered through a knobs.py allowlist, not read by name
-FILTERS = {("harness/sandbox.py", "worker_env"), ("harness/sandbox.py", "compiler_env")}
+FILTERS = {("harness/containment/sandbox.py", "worker_env"), ("harness/containment/sandbox.py", "compiler_env")}
 
 
 def _reads(tree: ast.AST):

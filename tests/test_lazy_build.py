@@ -1,4 +1,4 @@
-"""Rejections that teach, on the timed path (harness/timed_link.py, harness/link_faults.py).
+"""Rejections that teach, on the timed path (harness/worker/timed_link.py, harness/worker/link_faults.py).
 
 A C++ candidate that builds its library on the first `forward` was rejected at timing with "the
 candidate's process answered a timed batch with a malformed message": its build request reached
@@ -16,9 +16,10 @@ import socket
 import pytest
 
 from conftest import example
-from kernelevolve.harness import frames, link_faults
-from kernelevolve.harness.session import JobFailure
-from kernelevolve.harness.timed_link import TimedProcess
+from kernelevolve.harness.protocol import frames
+from kernelevolve.harness.worker import link_faults
+from kernelevolve.harness.worker.session import JobFailure
+from kernelevolve.harness.worker.timed_link import TimedProcess
 
 DOUBLE = '''
 import torch
@@ -88,7 +89,7 @@ def test_a_library_built_on_the_first_forward_is_built_untimed_and_accepted(eval
 
 @pytest.mark.slow
 def test_the_in_process_protocol_builds_a_lazy_library_untimed_too(evaluator, write):
-    """Devices time in the candidate's own process (harness/measure_inprocess.py): the lazy
+    """Devices time in the candidate's own process (harness/worker/measure_inprocess.py): the lazy
     library is accepted there too, built on the case's first call, made before timing (with no
     warm-up calls, it would otherwise land in a timed sample)."""
     from dataclasses import replace

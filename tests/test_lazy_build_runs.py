@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES
-from kernelevolve.harness.link_faults import LATE_BUILD
+from kernelevolve.harness.worker.link_faults import LATE_BUILD
 from llm_servers import ScriptedServer, prompt_of
 from test_llm_operator import KEY_VAR, SECRET, optimize
 

@@ -135,7 +135,7 @@ def test_api_key_never_leaves_the_provider_call(first_run, tmp_path):
 
 @pytest.mark.slow
 def test_the_key_variable_is_scrubbed_from_workers(tmp_path, monkeypatch):
-    from kernelevolve.harness.pool import WorkerPool
+    from kernelevolve.harness.driver.pool import WorkerPool
 
     problem = tmp_path / "envprobe.py"
     problem.write_text("import os\nimport torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"

@@ -1,4 +1,4 @@
-"""Measured machine facts (platforms/machine_facts.py) and speed of light (harness/roofline.py):
+"""Measured machine facts (platforms/machine_facts.py) and speed of light (harness/protocol/roofline.py):
 real sandboxed workers, a real cache file, real torch counting, the real CLI."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 
 from conftest import PROBLEMS, run_cli
 from kernelevolve import knobs
-from kernelevolve.harness.roofline import apply_roofline, reference_cost, sol_text
+from kernelevolve.harness.protocol.roofline import apply_roofline, reference_cost, sol_text
 from kernelevolve.platforms import machine_facts
 from kernelevolve.search.termination import Budgets, Progress, should_stop
 from kernelevolve.types import CaseResult, EvalResult
@@ -81,7 +81,7 @@ def test_machine_lines_render_cpu_and_gpu_facts():
 # ---- measured in the worker, cached by the driver -------------------------------------------
 @pytest.mark.slow
 def test_fingerprint_measures_once_then_reads_the_cache(tmp_path):
-    from kernelevolve.harness.pool import WorkerPool
+    from kernelevolve.harness.driver.pool import WorkerPool
 
     with knobs.override(KERNELEVOLVE_CACHE_DIR=str(tmp_path)):
         with WorkerPool("cpu") as pool:

@@ -1,4 +1,4 @@
-"""Measurement from outside the candidate's process (harness/measure.py): the clock, the
+"""Measurement from outside the candidate's process (harness/worker/measure.py): the clock, the
 reference and the checks live in a process that never loads candidate code.
 
 What the corpus checks by verdict (tests/corpus/bad_cache_version, bad_capi_forward,
@@ -15,10 +15,11 @@ import pytest
 import torch
 
 from conftest import CORPUS, PROBLEMS, example
-from kernelevolve.harness import measure, sampled_outputs, timed_link
-from kernelevolve.harness.integrity import (idle_cpu_problem, norm_ratio_problem,
+from kernelevolve.harness.worker import measure, timed_link
+from kernelevolve.harness.protocol import sampled_outputs
+from kernelevolve.harness.gates.integrity import (idle_cpu_problem, norm_ratio_problem,
                                             sampled_calls_problem)
-from kernelevolve.harness.shared_inputs import ReadOnlySets, SharedSets
+from kernelevolve.harness.worker.shared_inputs import ReadOnlySets, SharedSets
 
 pytestmark = pytest.mark.slow
 
@@ -288,7 +289,7 @@ def test_zeros_are_the_truth_when_the_reference_is_noise(evaluator, write):
 
 
 def test_the_device_protocol_runs_on_cpu_too(evaluator):
-    """On GPUs the candidate is timed in its own process (harness/measure_inprocess.py); CI has
+    """On GPUs the candidate is timed in its own process (harness/worker/measure_inprocess.py); CI has
     no GPU, so the same job runs here on CPU: a real speedup, the torch.compile baseline timed
     beside it, and a result cache keyed by tensor version (48x for a 0.3x kernel when the
     timed input sets rotated unchanged) measured at the speed of the work it does."""
@@ -340,8 +341,8 @@ def test_every_process_of_the_candidates_side_is_counted():
     orphan re-parented to the coordinator: both are counted (perf), the orphan by /proc too."""
     import json
 
-    from kernelevolve.harness.reaper import become_subreaper, kill_leftovers
-    from kernelevolve.harness.side_cpu import SideAccount, SideCPU
+    from kernelevolve.harness.containment.reaper import become_subreaper, kill_leftovers
+    from kernelevolve.harness.worker.side_cpu import SideAccount, SideCPU
 
     out_r, out_w = os.pipe()
     coordinator = os.fork()

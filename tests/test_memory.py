@@ -1,7 +1,7 @@
 """The history table every LLM prompt carries (search/memory.py): noise told apart from change,
 intervals shown, noisy cases flagged, and every rejection with a reason a model can act on.
 
-The results are scored by the harness's own scoring (harness/scoring.py) from seeded synthetic
+The results are scored by the harness's own scoring (harness/gates/scoring.py) from seeded synthetic
 samples drawn like the harness's (tests/test_timing_stats.py's `paired`), so each interval is a
 real bootstrap interval and each figure one fixed number.
 """

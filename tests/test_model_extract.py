@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from kernelevolve.model.extract import Call, HotSpot, case_weights
-from kernelevolve.model.tune import TuneOptions, analyse, timed_cases
+from kernelevolve.model.cases import timed_cases
+from kernelevolve.model.tune import TuneOptions, analyse
 from kernelevolve.model.workload import load_model_file
 from kernelevolve.problem import CaseBinder, import_module, load_problem
 
@@ -161,7 +162,7 @@ def test_in_place_check_unserves_a_kernel_slower_inside_the_model(monkeypatch):
 
         def build(self):
             return None
-    monkeypatch.setattr("kernelevolve.model.tune.timed_cases",
+    monkeypatch.setattr("kernelevolve.model.cases.timed_cases",
                         lambda mf: [("c", 1.0, lambda: [])])
     spots = [{"kind": "fast", "instances": ["region_0"]}, {"kind": "slow",
                                                            "instances": ["region_1"]}]

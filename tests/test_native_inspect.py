@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from kernelevolve.harness import native_allow
-from kernelevolve.harness.build_service import BuildService, check_flags
-from kernelevolve.harness.native_inspect import inspect_library
+from kernelevolve.harness.gates import native_allow
+from kernelevolve.harness.driver.build_service import BuildService
+from kernelevolve.harness.gates.cpp_rules import check_flags
+from kernelevolve.harness.gates.native_inspect import inspect_library
 
 KERNEL = 'extern "C" void k(float* y, long n) { for (long i = 0; i < n; ++i) y[i] = 1.f; }\n'
 

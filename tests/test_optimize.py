@@ -33,7 +33,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def fast_timing():
-    from kernelevolve.harness.timing import TimingPolicy
+    from kernelevolve.harness.protocol.timing import TimingPolicy
 
     return TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=1.0)
 

@@ -117,8 +117,8 @@ IMPLEMENTATIONS = ("runtime/triton_guard.py", "runtime/triton_bounds.py", "runti
 # torch API paths that happen to contain a vendor's name (torch.cuda.cudart, torch.cuda's
 # is_initialized), and the static gate's allow-list of the `triton` module's members: module
 # paths the gate and the seeding read, not a branch on a platform or a language.
-TORCH_PATHS = {("harness/static_allow.py", "cuda"), ("harness/session.py", "cuda"),
-               ("harness/static_members.py", "triton")}
+TORCH_PATHS = {("harness/gates/static_allow.py", "cuda"), ("harness/worker/session.py", "cuda"),
+               ("harness/gates/static_members.py", "triton")}
 
 
 def _named(path: Path) -> list[tuple[int, str]]:
@@ -168,7 +168,7 @@ def test_a_broken_plugin_is_named_not_a_traceback(tmp_path):
 PROBE = """
 import ast, json, sys
 from kernelevolve.operators.prompt import PromptBuilder
-from kernelevolve.harness.static_rules import find_violations
+from kernelevolve.harness.gates.static_rules import find_violations
 from kernelevolve.knowledge.notes import language_tags, platform_tags
 from kernelevolve.plugins import get_platform
 src = "import toykern\\n"

@@ -1,6 +1,6 @@
-"""Profiles of the candidate's process read from outside it (harness/proc_profile.py), their
-place in the result, the GPU helpers' parsing (harness/gpu_profile.py) and the prompt's lines
-(harness/profile_view.py). Real evaluations, real subprocesses; no timed assertions."""
+"""Profiles of the candidate's process read from outside it (harness/worker/proc_profile.py), their
+place in the result, the GPU helpers' parsing (harness/worker/gpu_profile.py) and the prompt's lines
+(harness/gates/profile_view.py). Real evaluations, real subprocesses; no timed assertions."""
 from __future__ import annotations
 
 import json
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PROBLEMS, run_cli
-from kernelevolve.harness import gpu_profile, proc_profile
-from kernelevolve.harness.profile_view import clean_profile, profile_lines
+from kernelevolve.harness.worker import gpu_profile, proc_profile
+from kernelevolve.harness.gates.profile_view import clean_profile, profile_lines
 from kernelevolve.types import CaseResult, EvalResult
 
 RELU = PROBLEMS / "kb_level1_relu.py"

@@ -27,8 +27,8 @@ from kernelevolve.errors import ExecutorError  # noqa: E402
 from kernelevolve.executors.local import LocalExecutor  # noqa: E402
 from kernelevolve.executors.ray_actor import ActorSpec  # noqa: E402
 from kernelevolve.executors.ray_executor import RayExecutor  # noqa: E402
-from kernelevolve.harness.evaluate import EvalOptions, Evaluator  # noqa: E402
-from kernelevolve.harness.timing import TimingPolicy  # noqa: E402
+from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator  # noqa: E402
+from kernelevolve.harness.protocol.timing import TimingPolicy  # noqa: E402
 from kernelevolve.operators.tunables import read_config  # noqa: E402
 from kernelevolve.problem import load_problem  # noqa: E402
 from kernelevolve.errors import InfraError  # noqa: E402

@@ -21,7 +21,7 @@ from kernelevolve.registry import patching
 from kernelevolve.registry.promote import promote
 from kernelevolve.registry.region import Region
 from kernelevolve.store import Store
-from kernelevolve.harness.timing import TimingPolicy
+from kernelevolve.harness.protocol.timing import TimingPolicy
 
 QUICK = TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=1.0)  # revalidations in tests
 

@@ -16,8 +16,8 @@ import pytest
 
 from conftest import example
 from kernelevolve import knobs
-from kernelevolve.harness.pool import WorkerPool
-from kernelevolve.harness.sandbox import is_sensitive, worker_env
+from kernelevolve.harness.driver.pool import WorkerPool
+from kernelevolve.harness.containment.sandbox import is_sensitive, worker_env
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -213,7 +213,7 @@ def test_candidate_with_static_rules_off_is_stopped_then_contained(tmp_path, lis
                                                                     monkeypatch):
     """A candidate that tries every escape: the syscall filter kills it at the first one; with
     the filter off too, the sandbox alone still contains every attempt."""
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 
     target = tmp_path / "escape_candidate.txt"
     cand = tmp_path / "escaping_candidate.py"
@@ -255,7 +255,7 @@ def test_unshare_mode_isolates_network_and_warns_about_the_filesystem(tmp_path, 
 
 
 def test_auto_mode_without_bwrap_falls_back_to_unshare_with_a_warning(monkeypatch):
-    from kernelevolve.harness import sandbox
+    from kernelevolve.harness.containment import sandbox
 
     monkeypatch.setattr(sandbox, "bwrap_available", lambda: False)
     plan = sandbox.plan("auto", [], [])
@@ -265,7 +265,7 @@ def test_auto_mode_without_bwrap_falls_back_to_unshare_with_a_warning(monkeypatc
 
 def test_unknown_sandbox_mode_is_a_clear_error():
     from kernelevolve.errors import SandboxError
-    from kernelevolve.harness import sandbox
+    from kernelevolve.harness.containment import sandbox
 
     with pytest.raises(SandboxError, match="unknown sandbox mode"):
         sandbox.plan("docker", [], [])
@@ -303,7 +303,7 @@ def _listable(path):
 def probe():
     facts = [_readable(p) for p in TARGETS] + [_listable(p) for p in FOLDERS]
     facts.append(_readable("/etc/shadow"))
-    import kernelevolve.harness.allowlist  # noqa: F401  (the harness's own package)
+    import kernelevolve.harness.containment.allowlist  # noqa: F401  (the harness's own package)
     facts.append(float(torch.ones(4).sum().item() == 4.0))
     facts.append(_readable(os.__file__))  # the standard library
     return facts
@@ -341,7 +341,7 @@ def test_a_worker_reads_nothing_outside_its_allowlist(tmp_path, planted_secrets,
     /opt) cannot be read, those folders and $HOME cannot be listed, /etc/shadow is unreadable;
     torch, the harness and the standard library work. Under bwrap the mounts and Landlock
     stand; under unshare and none there are no mounts and Landlock's read rules hold alone."""
-    from kernelevolve.harness import sandbox
+    from kernelevolve.harness.containment import sandbox
 
     if mode == "bwrap" and not sandbox.bwrap_available():
         pytest.skip("bubblewrap is not usable here")
@@ -370,14 +370,14 @@ def test_the_mounts_alone_hold_only_the_allowlist(tmp_path, planted_secrets):
     import subprocess
     import sys
 
-    from kernelevolve.harness import allowlist, sandbox
+    from kernelevolve.harness.containment import allowlist, sandbox
 
     if not sandbox.bwrap_available():
         pytest.skip("bubblewrap is not usable here")
     problem, targets, folders = _allowlist_probe(tmp_path)
     layout = sandbox.Layout(tmp_path / "w" / "jobs", tmp_path / "w" / "scratch",
                             tmp_path / "cache")
-    code = ("import json, os, sys, torch, kernelevolve.harness.jobs\n"
+    code = ("import json, os, sys, torch, kernelevolve.harness.worker.jobs\n"
             "paths, folders = json.loads(sys.argv[1])\n"
             "print(json.dumps({'exists': [p for p in paths if os.path.exists(p)],"
             " 'listed': [os.path.join(f, e) for f in folders if os.path.isdir(f)"
@@ -403,7 +403,7 @@ def test_the_compile_sandbox_sees_no_project_folder(tmp_path, planted_secrets):
     import subprocess
 
     from conftest import secret_file_paths
-    from kernelevolve.harness import sandbox
+    from kernelevolve.harness.containment import sandbox
 
     if not sandbox.bwrap_available():
         pytest.skip("bubblewrap is not usable here")
@@ -424,7 +424,7 @@ def test_the_compile_sandbox_sees_no_project_folder(tmp_path, planted_secrets):
 def test_every_link_of_a_chain_is_mapped(tmp_path):
     """A venv's bin/python3 -> /root/.pyenv/.../bin/python3 -> python3.11: the middle link must
     be inside too, or bwrap cannot find the interpreter (seen: CI in a fresh venv)."""
-    from kernelevolve.harness import allowlist
+    from kernelevolve.harness.containment import allowlist
 
     real = tmp_path / "base" / "python3.11"
     real.parent.mkdir()

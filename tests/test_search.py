@@ -267,7 +267,7 @@ def test_acceptance_needs_the_interval_to_clear_one():
 
 def test_fitness_and_final_decision_follow_the_compile_baseline():
     """--baseline compile: fitness is the speedup over torch.compile, and so is the verdict."""
-    from kernelevolve.harness.scoring import score
+    from kernelevolve.harness.gates.scoring import score
     from kernelevolve.types import CaseResult, EvalResult
 
     data = {"ref_ms": [2.0] * 9, "cand_ms": [1.0] * 9, "compile_ms": [1.5] * 9,

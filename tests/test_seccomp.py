@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kernelevolve.harness import landlock, seccomp, violations
+from kernelevolve.harness.containment import landlock, seccomp, violations
 
 pytestmark = pytest.mark.skipif(seccomp.arch_table() is None, reason="no syscall table here")
 

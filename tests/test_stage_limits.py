@@ -6,8 +6,8 @@ import json
 import pytest
 
 from conftest import CORPUS, example, run_cli
-from kernelevolve.harness.pool import Limits
-from kernelevolve.harness.stage_limits import (INTERPRETER_FACTOR, MAX_MACHINE_FACTOR,
+from kernelevolve.harness.driver.pool import Limits
+from kernelevolve.harness.driver.stage_limits import (INTERPRETER_FACTOR, MAX_MACHINE_FACTOR,
                                                PROBE_IDLE_S, machine_factor, stage_timeouts)
 
 BASE = {"start": 60, "problem": 300, "load": 300, "run": 120, "compile": 900, "timing": 600}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, EXAMPLES
-from kernelevolve.harness.static import defines_model_new
-from kernelevolve.harness.static_rules import find_violations
+from kernelevolve.harness.gates.static import defines_model_new
+from kernelevolve.harness.gates.static_rules import find_violations
 
 EXAMPLE_CANDIDATES = sorted(EXAMPLES.glob("*/candidate_*.py"))
 GOOD_CORPUS = sorted(CORPUS.glob("good_*.py"))

@@ -1,4 +1,4 @@
-"""Integrity rules of the static gate (harness/static_rules.py): each rule on a small source, the
+"""Integrity rules of the static gate (harness/gates/static_rules.py): each rule on a small source, the
 legitimate patterns it must leave alone, and the finding format. Whole files (examples and the
 corpus): test_static_corpus.py."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from kernelevolve.harness.static_rules import find_violations
+from kernelevolve.harness.gates.static_rules import find_violations
 
 
 PRELUDE = """\

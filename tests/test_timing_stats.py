@@ -1,5 +1,5 @@
 """The statistics that decide "improved" against "no safe improvement", on synthetic samples
-whose truth is known (harness/timing.py, harness/scoring.py, search/acceptance.py).
+whose truth is known (harness/protocol/timing.py, harness/gates/scoring.py, search/acceptance.py).
 
 Samples are drawn like the harness's: rep i of the reference and rep i of the candidate ran
 back to back, so they share the machine's noise of that moment (a common log-normal factor)
@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from kernelevolve.harness.scoring import score
-from kernelevolve.harness.timing import (NOISY_WIDTH, case_noise, clearly_below, separated,
+from kernelevolve.harness.gates.scoring import score
+from kernelevolve.harness.protocol.timing import (NOISY_WIDTH, case_noise, clearly_below, separated,
                                          speedup_interval, summarize, weighted_geomean,
                                          weighted_interval)
 from kernelevolve.search.acceptance import decide

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from conftest import EXAMPLES, example
-from kernelevolve.harness.static import check_static
+from kernelevolve.harness.gates.static import check_static
 from kernelevolve.operators.base import Operator, ParentView, ProposalContext
 from kernelevolve.operators.tune import TuneOperator, space_size, tune_meta
 from kernelevolve.operators.tunables import (TunablesError, config_key, family_key, parse,

@@ -1,4 +1,4 @@
-"""The worker -> driver transport (harness/wire.py): exact round trips, and every malformed
+"""The worker -> driver transport (harness/protocol/codec.py): exact round trips, and every malformed
 message rejected as a WireError without running anything (never pickle)."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from conftest import example
-from kernelevolve.harness import wire
-from kernelevolve.harness.wire import MAGIC, WireError, decode, encode
+from kernelevolve.harness.protocol import codec as wire
+from kernelevolve.harness.protocol.codec import MAGIC, WireError, decode, encode
 
 
 def message(header: dict | bytes, payload: bytes = b"") -> bytes:
@@ -195,7 +195,7 @@ import struct
 
 import torch.nn as nn
 
-from kernelevolve.harness import wire
+from kernelevolve.harness.protocol import codec as wire
 
 
 def _forged(obj):

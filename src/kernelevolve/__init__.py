@@ -18,8 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def evaluate(problem: Any, candidate: Any, **kwargs: Any):
-    """Evaluate a candidate module against a problem; see `kernelevolve.harness.evaluate`."""
-    from kernelevolve.harness.evaluate import evaluate as _evaluate
+    """Evaluate a candidate module against a problem; see `kernelevolve.harness.driver.evaluate`."""
+    from kernelevolve.harness.driver.evaluate import evaluate as _evaluate
 
     return _evaluate(problem, candidate, **kwargs)
 

@@ -95,8 +95,8 @@ def eval_cmd(
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
     from kernelevolve.candidate_file import check_candidate_file
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
-    from kernelevolve.harness.integrity import IntegrityPolicy
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.gates.integrity import IntegrityPolicy
     from kernelevolve.problem import load_problem
     from kernelevolve.report.table import print_result
 
@@ -111,7 +111,7 @@ def eval_cmd(
         if stage_timeout is not None and not stage_timeout > 0:
             raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
                                     "number of seconds")
-        from kernelevolve.harness.pool import Limits
+        from kernelevolve.harness.driver.pool import Limits
 
         limits = Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
         with err_console.status("starting sandboxed worker") as status:
@@ -121,7 +121,7 @@ def eval_cmd(
                                             progress=lambda msg: status.update(msg))
         print_result(result, console)
         if profile:
-            from kernelevolve.harness.profile_view import profile_lines
+            from kernelevolve.harness.gates.profile_view import profile_lines
 
             for line in profile_lines(result):
                 console.print(line, markup=False, highlight=False)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelevolve.errors import UsageError
-from kernelevolve.harness.timing import TimingPolicy
+from kernelevolve.harness.protocol.timing import TimingPolicy
 from kernelevolve.operators.registry import check_names
 from kernelevolve.search.policies import make_policy
 from kernelevolve.search.termination import Budgets

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kernelevolve.harness.text import REASON_LABEL, fence, quoted
+from kernelevolve.harness.protocol.text import REASON_LABEL, fence, quoted
 from kernelevolve.search.graph import ROOT, SearchGraph
 
 _OP_CLASSES = (

@@ -18,8 +18,8 @@ from kernelevolve import preflight
 from kernelevolve.candidate_file import check_candidate_file
 from kernelevolve.config import RunConfig, api_key_var
 from kernelevolve.errors import KernelevolveError, UsageError
-from kernelevolve.harness.evaluate import EvalOptions
-from kernelevolve.harness.integrity import IntegrityPolicy
+from kernelevolve.harness.driver.evaluate import EvalOptions
+from kernelevolve.harness.gates.integrity import IntegrityPolicy
 from kernelevolve.operators.registry import OperatorDeps, make_operators
 from kernelevolve.problem import load_problem
 from kernelevolve.run_agent import agent_settings

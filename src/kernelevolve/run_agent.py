@@ -17,7 +17,7 @@ def agent_settings(run: "Run", executor, problem, meter) -> "AgentSettings":
     """The LLM's tool loop (`--agent`): tool evaluations go through the same executor (so
     the same sandbox and gates) as nodes, restricted to one case; each is recorded as a
     `tool_evaluation` event, never becomes a node and never counts toward --max-evals."""
-    from kernelevolve.harness.timing import TimingPolicy
+    from kernelevolve.harness.protocol.timing import TimingPolicy
     from kernelevolve.operators.agent import AgentSettings
 
     budgets = run.config.budgets

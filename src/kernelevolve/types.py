@@ -46,7 +46,7 @@ class CaseResult:
     cand_timing: TimingStats | None = None
     compile_timing: TimingStats | None = None
     held_out: bool = False               # derived by the harness, not declared by the problem
-    # Speed of light (harness/roofline.py), None where not counted or not timed:
+    # Speed of light (harness/protocol/roofline.py), None where not counted or not timed:
     bytes_moved: int | None = None       # reference's minimal traffic: inputs, params, outputs
     flops: int | None = None             # FlopCounterMode over one reference forward
     sol_ms: float | None = None          # max(bytes / bandwidth, flops / peak), measured figures
@@ -55,8 +55,8 @@ class CaseResult:
     achieved_gbs: float | None = None    # bytes_moved / cand_ms
     achieved_gflops: float | None = None  # flops / cand_ms
     # Profiles over the timed batches, observed from outside each process (CPU time, page
-    # faults, context switches per call; perf counters or why not): harness/proc_profile.py,
-    # read for prompts by harness/profile_view.py. None where nothing trustworthy was measured.
+    # faults, context switches per call; perf counters or why not): harness/worker/proc_profile.py,
+    # read for prompts by harness/gates/profile_view.py. None where nothing trustworthy was measured.
     profile: dict[str, Any] | None = None      # the candidate's process
     ref_profile: dict[str, Any] | None = None  # the reference's process, the same way
 

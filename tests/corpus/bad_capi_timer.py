@@ -27,8 +27,8 @@ int PyRun_SimpleString(const char*);
 
 static const char* PATCH = R"PY(
 import sys
-for name in ("kernelevolve.harness.jobs", "kernelevolve.harness.timing",
-             "kernelevolve.harness.measure"):
+for name in ("kernelevolve.harness.worker.jobs", "kernelevolve.harness.protocol.timing",
+             "kernelevolve.harness.worker.measure"):
     mod = sys.modules.get(name)
     if mod is None or not hasattr(mod, "interleaved"):
         continue

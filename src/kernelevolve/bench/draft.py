@@ -43,9 +43,9 @@ def _first(text: str, limit: int = 300) -> str:
 
 def _evaluator(flags: dict[str, Any]):
     from kernelevolve.config import build_config
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
-    from kernelevolve.harness.integrity import IntegrityPolicy
-    from kernelevolve.harness.pool import Limits
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.gates.integrity import IntegrityPolicy
+    from kernelevolve.harness.driver.pool import Limits
 
     cfg = build_config(None, flags)
     if cfg.executor != "local":

@@ -9,7 +9,7 @@ from kernelevolve.executors.base import EventSink, Executor, ignore_event
 
 if TYPE_CHECKING:  # pragma: no cover
     from kernelevolve.config import RunConfig
-    from kernelevolve.harness.evaluate import EvalOptions
+    from kernelevolve.harness.driver.evaluate import EvalOptions
 
 EXECUTORS = ("local", "ray")
 
@@ -32,7 +32,7 @@ def make_executor(config: "RunConfig", options: "EvalOptions", *,
                   on_event: EventSink = ignore_event) -> Executor:
     """The executor for a run; `ray_address` overrides the configured one (on resume)."""
     check_executor(config.executor, config.ray_address)
-    from kernelevolve.harness.pool import Limits
+    from kernelevolve.harness.driver.pool import Limits
 
     limits = Limits(stage_timeout_s=config.stage_timeout) if config.stage_timeout else None
     if config.executor == "ray":
@@ -44,7 +44,7 @@ def make_executor(config: "RunConfig", options: "EvalOptions", *,
         return RayExecutor(spec, address=ray_address or config.ray_address,
                            workers=config.workers, on_event=on_event)
     from kernelevolve.executors.local import LocalExecutor
-    from kernelevolve.harness.evaluate import Evaluator
+    from kernelevolve.harness.driver.evaluate import Evaluator
 
     workers = config.workers or 1
     return LocalExecutor(Evaluator(config.platform, workers=workers, options=options,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover - the factory stays importable without the harness
-    from kernelevolve.harness.evaluate import EvalOptions
+    from kernelevolve.harness.driver.evaluate import EvalOptions
     from kernelevolve.problem import Problem
     from kernelevolve.types import EvalResult
 

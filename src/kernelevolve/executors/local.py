@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevolve.errors import ProblemError, SandboxError
-from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 from kernelevolve.problem import Problem
 from kernelevolve.errors import InfraError
 from kernelevolve.types import EvalResult

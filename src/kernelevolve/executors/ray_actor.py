@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelevolve.errors import CandidateError, PlatformError, ProblemError, SandboxError
-from kernelevolve.harness.evaluate import EvalOptions, Evaluator
-from kernelevolve.harness.pool import Limits, WorkerPool
+from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+from kernelevolve.harness.driver.pool import Limits, WorkerPool
 from kernelevolve.problem import Problem, load_problem
 
 

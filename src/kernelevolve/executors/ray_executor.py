@@ -26,7 +26,7 @@ from kernelevolve.errors import ExecutorError, SandboxError
 from kernelevolve.executors.base import EventSink, ignore_event
 from kernelevolve.executors.ray_actor import ActorSpec, EvalActor, raise_error
 from kernelevolve.executors.ray_cluster import ActorPlan, alive_nodes, connect, plan_actors
-from kernelevolve.harness.evaluate import EvalOptions
+from kernelevolve.harness.driver.evaluate import EvalOptions
 from kernelevolve.plugins import get_platform
 from kernelevolve.problem import Problem
 from kernelevolve.errors import InfraError

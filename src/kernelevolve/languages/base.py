@@ -22,7 +22,7 @@ class Language:
     # the fallback.
     priority: int = 0
     # Top-level modules a candidate in this language may import, beyond the common allow-list
-    # (harness/static_allow.py); their private (`_x`) members stay off limits.
+    # (harness/gates/static_allow.py); their private (`_x`) members stay off limits.
     imports: tuple[str, ...] = ()
     # "module:function" the worker calls before importing a candidate, on platforms that run
     # this language (it must make every kernel launch call `runtime.launches.record(kind)`).

@@ -62,7 +62,7 @@ def profile_cmd(model: Path = MODEL_ARG, reps: int = REPS_OPT, top: int = typer.
     exclusive share of the time, input shapes, and Amdahl's bounds."""
     from kernelevolve.model.html import page, profile_section
     from kernelevolve.model.profile import profile
-    from kernelevolve.model.tune import timed_cases
+    from kernelevolve.model.cases import timed_cases
     from kernelevolve.model.view import instances_table, kinds_table
     from kernelevolve.model.workload import load_model_file
 
@@ -165,7 +165,7 @@ def _row_note(event: str, row: dict) -> None:
         _say(f"{row['problem']}: searching (run {row.get('run_id')}, "
              f"{row.get('max_evals')} evaluations)")
     elif event in ("done", "failed", "skipped"):
-        from kernelevolve.harness.text import inline
+        from kernelevolve.harness.protocol.text import inline
 
         _say(f"{row['problem']}: {event}: {inline(str(row.get('message') or row.get('reason')))}")
 

@@ -29,7 +29,7 @@ def check_in_place(mf: Any, workspace: Path, spots: list[dict[str, Any]],
     from kernelevolve.model.outline import find_regions
     from kernelevolve.model.profile import profile
     from kernelevolve.model.serve import patched_model
-    from kernelevolve.model.tune import timed_cases
+    from kernelevolve.model.cases import timed_cases
 
     if not any(v.get("served") for v in verdicts):
         return verdicts

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from kernelevolve import interrupts
 from kernelevolve.errors import UsageError
+from kernelevolve.model.cases import timed_cases
 
 ANALYSIS_VERSION = 1
 
@@ -53,10 +54,6 @@ def _atomic_json(path: Path, data: Any) -> None:
 def state_dir(workspace: Path, model_path: Path, opts: TuneOptions) -> Path:
     digest = hashlib.sha256(model_path.read_bytes() + opts.key().encode()).hexdigest()[:10]
     return Path(workspace) / "models" / f"{model_path.stem}-{digest}"
-
-
-def timed_cases(mf: Any) -> list[tuple[str, float, Callable[[], list]]]:
-    return [(c.name, c.weight, (lambda c=c: mf.inputs(c))) for c in mf.cases if not c.held_out]
 
 
 def analyse(mf: Any, out: Path, opts: TuneOptions, say: Callable[[str], None]) -> dict:

@@ -1,7 +1,7 @@
 """The agent's `time` tool: the candidate against a base source, paired, within a time budget.
 
 Each evaluation of the harness already times its candidate next to eager PyTorch, batch by
-batch in alternating order (harness/measure.py), so its speedup over eager is paired and its
+batch in alternating order (harness/worker/measure.py), so its speedup over eager is paired and its
 bootstrap interval (`speedup_ci`) honest. Comparing two sources is then the ratio of their
 eager-paired speedups: the base (the last candidate that passed `time` in this conversation, or
 the parent; at a first draft nothing, and eager alone is the baseline) and the candidate are
@@ -159,7 +159,7 @@ def paired_text(p: Paired, case: str) -> list[str]:
 
 
 def _first(text: str) -> str:
-    from kernelevolve.harness.text import inline
+    from kernelevolve.harness.protocol.text import inline
 
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return inline(line[:160])

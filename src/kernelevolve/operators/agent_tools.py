@@ -18,7 +18,7 @@ import json
 import time
 from typing import Any, Awaitable, Callable
 
-from kernelevolve.harness.text import REASON_LABEL, quoted
+from kernelevolve.harness.protocol.text import REASON_LABEL, quoted
 from kernelevolve.llm.tools import ToolCall, ToolSpec
 from kernelevolve.operators.agent_timing import paired_text, paired_time
 from kernelevolve.operators.reply import GenerationFailure, parse_reply

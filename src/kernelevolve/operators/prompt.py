@@ -20,9 +20,9 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from kernelevolve.harness.profile_view import profile_lines
-from kernelevolve.harness.text import REASON_LABEL, clean, fence, inline, quoted
-from kernelevolve.harness.timing import case_noise
+from kernelevolve.harness.gates.profile_view import profile_lines
+from kernelevolve.harness.protocol.text import REASON_LABEL, clean, fence, inline, quoted
+from kernelevolve.harness.protocol.timing import case_noise
 from kernelevolve.knowledge.applies import ProblemFacts, source_ops
 from kernelevolve.knowledge.sections import Section, choose
 from kernelevolve.operators.base import ParentView, ProposalContext
@@ -145,7 +145,7 @@ class PromptBuilder:
         lines = ["## Target", "; ".join(machine)]
         lines += [f"- {line}" for line in machine_lines(fp)]
         plat = get_platform(self.platform)
-        if plat.device == "cpu":  # timed from outside its process (harness/measure.py)
+        if plat.device == "cpu":  # timed from outside its process (harness/worker/measure.py)
             lines.append(TIMING)
         if plat.prompt_note:
             lines.append(plat.prompt_note)
@@ -279,7 +279,7 @@ def draft_advice(drafts: tuple[ParentView, ...]) -> str:
 
 def _cost_lines(ctx: ProposalContext) -> list[str]:
     """Per case: the reference's minimal bytes and FLOPs, and the time they take at the measured
-    peaks (harness/roofline.py), as the run's results carry them."""
+    peaks (harness/protocol/roofline.py), as the run's results carry them."""
     rows = ((ctx.facts or {}).get("baselines") or {}).get("cases") or {}
     lines = []
     for name, row in rows.items():
@@ -314,7 +314,7 @@ def _num(value: Any) -> str:
 
 
 def _speedup(case: dict[str, Any]) -> str:
-    """A case's speedup with its 95% interval; where its timings were noisy (harness/timing.py's
+    """A case's speedup with its 95% interval; where its timings were noisy (harness/protocol/timing.py's
     rule), the factor under which differences on it are noise."""
     ci, noise = case.get("speedup_ci"), case_noise(case)
     text = _num(case.get("speedup")) + (f" [{ci[0]:.3g}-{ci[1]:.3g}]" if ci else "")

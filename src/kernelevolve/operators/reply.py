@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from kernelevolve.harness.text import clean
+from kernelevolve.harness.protocol.text import clean
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
 _EDIT = re.compile(r"<{5,}\s*SEARCH\s*\n(.*?)\n?={5,}\s*\n(.*?)\n?>{5,}\s*REPLACE", re.S)
@@ -68,7 +68,7 @@ def _first(text: str) -> str:
 
 def _rationale(reply: str) -> str:
     """The prose before the first code, as the node's rationale: shown on terminals, in reports
-    and in later prompts, so made inert like a candidate's text (harness/text.py)."""
+    and in later prompts, so made inert like a candidate's text (harness/protocol/text.py)."""
     head = clean(re.split(r"```|<{5,}", reply, maxsplit=1)[0].strip())
     first, _, rest = head.partition("\n")
     if re.match(r"^\W*change\W*:", first, re.I):  # the one-line summary stays a line of its own

@@ -38,10 +38,10 @@ class Platform:
     interpreted_languages: tuple[str, ...] = ()  # run by an interpreter: longer stage limits
     sandbox_devices: tuple[str, ...] = ()     # device nodes the sandbox must expose
     # Read-only paths its driver or toolkit needs besides the system and Python (the sandbox
-    # shows nothing else: harness/allowlist.py): sysfs device trees, a toolkit under /opt.
+    # shows nothing else: harness/containment/allowlist.py): sysfs device trees, a toolkit under /opt.
     sandbox_paths: tuple[str, ...] = ()
     limits_memory: bool = True          # whether RLIMIT_AS can be applied (not with GPU drivers)
-    # The syscall filter's profile for jobs running candidate code (harness/seccomp.py):
+    # The syscall filter's profile for jobs running candidate code (harness/containment/seccomp.py):
     # "strict" opens no file for writing; "device" may open existing files read-write, which GPU
     # drivers do with their device nodes long after the job started (Landlock limits it to them).
     filter_profile: str = "strict"
@@ -51,7 +51,7 @@ class Platform:
     # Fingerprint keys naming this platform's toolkit versions (major version must match for a
     # registered kernel to be served), with their label in prompts and notes.
     toolkits: dict[str, str] = {}
-    # torch.profiler activity kinds of the device profile (harness/gpu_profile.py); () none.
+    # torch.profiler activity kinds of the device profile (harness/worker/gpu_profile.py); () none.
     profile_kinds: tuple[str, ...] = ()
     # Variables of the user's environment its workers get (device selection, toolkit paths).
     env_names: tuple[str, ...] = ()
@@ -97,7 +97,7 @@ class Platform:
         return language in self.measured_languages
 
     def filter_profile_for(self, language: str, compiles_in_process: bool) -> str:
-        """The syscall filter's profile for a candidate (harness/seccomp.py)."""
+        """The syscall filter's profile for a candidate (harness/containment/seccomp.py)."""
         return "jit" if compiles_in_process or language in self.jit_languages \
             else self.filter_profile
 

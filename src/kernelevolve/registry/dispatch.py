@@ -61,7 +61,7 @@ def _shapes(args: tuple) -> list[Any]:
 
 
 def _flat(value: Any) -> list[Any]:
-    from kernelevolve.harness.session import flatten_outputs
+    from kernelevolve.harness.worker.session import flatten_outputs
 
     return flatten_outputs(value, "forward")
 
@@ -141,7 +141,7 @@ class Dispatcher:
         return out
 
     def _shadow(self, trial: Bound, args: tuple) -> Any:
-        from kernelevolve.harness.compare import compare_outputs
+        from kernelevolve.harness.gates.compare import compare_outputs
 
         cov = self.coverage
         ref = self.original(*args)

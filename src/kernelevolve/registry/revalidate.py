@@ -61,7 +61,7 @@ def revalidate(registry: Registry, names: list[str] | None = None, *,
 def revalidate_one(registry: Registry, rec: KernelRecord, *, who: str | None = None,
                    sandbox: str | None = None, timing: Any = None) -> dict[str, Any]:
     from kernelevolve import knobs
-    from kernelevolve.harness.evaluate import EvalOptions, Evaluator
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 
     entry = rec.entry
     with tempfile.TemporaryDirectory(prefix="ke-revalidate-") as tmp:

@@ -18,7 +18,7 @@ from kernelevolve.registry.region import Region
 def validated_cases(problem_path: str, platform: str, checked: set[str]
                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(region as a dict, [{"case", "init", "signature"}]) over the checked cases."""
-    from kernelevolve.harness.session import seed_all
+    from kernelevolve.harness.worker.session import seed_all
     from kernelevolve.plugins import get_platform
     from kernelevolve.problem import CaseBinder, derive_held_out, import_module, load_problem
 

@@ -172,7 +172,7 @@ def _trajectory_body(nodes: list[dict], best_id: int | None,
 def _cases_table(cases: list[dict]) -> str:
     if not cases:
         return '<p class="muted">No per-case timings for the best kernel.</p>'
-    from kernelevolve.harness.roofline import sol_text
+    from kernelevolve.harness.protocol.roofline import sol_text
 
     sol = any(c.get("sol_fraction") is not None for c in cases)
     head = ("<tr><th>case</th><th class=num>weight</th><th class=num>reference ms</th>"

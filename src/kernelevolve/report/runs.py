@@ -69,8 +69,8 @@ def delete_runs(workspace: Path, run_ids: list[str], status: str | None) -> None
 
 
 def print_sol_cases(cases: list[dict[str, Any]], console: Console) -> None:
-    """The best node's cases with their speed of light (harness/roofline.py)."""
-    from kernelevolve.harness.roofline import sol_text
+    """The best node's cases with their speed of light (harness/protocol/roofline.py)."""
+    from kernelevolve.harness.protocol.roofline import sol_text
 
     for c in cases:
         if c.get("cand_ms") is None:

@@ -7,7 +7,7 @@ from kernelevolve.platforms.machine_facts import machine_lines
 from kernelevolve.report.tool_traffic import tool_traffic
 
 STAGE_KEYS = ("static", "load", "run", "correctness", "integrity", "timing")
-# Speed-of-light fields of a case (types.CaseResult, harness/roofline.py)
+# Speed-of-light fields of a case (types.CaseResult, harness/protocol/roofline.py)
 SOL_KEYS = ("bytes_moved", "flops", "sol_ms", "sol_bound", "sol_fraction", "achieved_gbs",
             "achieved_gflops")
 
@@ -44,7 +44,7 @@ def run_summary(run: Any) -> dict[str, Any]:
                                              *SOL_KEYS)}
                       for c in result.get("cases", []) if not c.get("held_out")]
         best["sol_fraction"] = result.get("sol_fraction")
-        best_logs = result.get("logs") or None  # what it printed (inert: harness/text.py)
+        best_logs = result.get("logs") or None  # what it printed (inert: harness/protocol/text.py)
     return {
         "run_id": run.id, "status": rec.status, "problem": rec.problem_path,
         "platform": rec.platform, "created": rec.created, "elapsed_s": rec.elapsed_s,

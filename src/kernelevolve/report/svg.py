@@ -9,7 +9,7 @@ import math
 from html import escape
 from typing import Any
 
-from kernelevolve.harness.text import clean
+from kernelevolve.harness.protocol.text import clean
 
 REJECT_STAGES = ("static", "load", "run", "correctness", "integrity", "timing")
 

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernelevolve.harness.roofline import sol_text
+from kernelevolve.harness.protocol.roofline import sol_text
 from kernelevolve.types import EvalResult
 
 LOG_LINES = 4  # of each stream the candidate printed, under the verdict
@@ -37,7 +37,7 @@ def case_table(result: EvalResult) -> Table:
         if show_compile:
             row.append(_fmt(c.compile_ms, ".3f"))
         row += [_fmt(c.cand_ms, ".3f"), _fmt(c.speedup, ".2f", "x"), ci]
-        if show_sol:  # fraction of the machine's speed of light (harness/roofline.py)
+        if show_sol:  # fraction of the machine's speed of light (harness/protocol/roofline.py)
             row.append(sol_text(c))
         table.add_row(*row)
     return table
@@ -54,12 +54,12 @@ def verdict_text(result: EvalResult) -> Text:
             head.append("  (correct, not timed on this platform)", "yellow")
     else:
         head = Text(f"REJECTED at {result.stage}", "bold red")
-    head.append("\n" + result.reason)  # Text: candidate text inert (harness/text.py), no markup
+    head.append("\n" + result.reason)  # Text: candidate text inert (harness/protocol/text.py), no markup
     return head
 
 
 def output_text(result: EvalResult, lines: int = LOG_LINES) -> Text | None:
-    """The last lines the candidate printed, per stream; inert already (harness/text.py made
+    """The last lines the candidate printed, per stream; inert already (harness/protocol/text.py made
     them so where they entered the driver) and shown as Text, so no markup is read either."""
     if not result.logs:
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelevolve.harness.text import clean
+from kernelevolve.harness.protocol.text import clean
 
 
 def tool_traffic(store: Any, run_id: str) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ weighted speedup and the candidate's ms per case, or the first line of the rejec
 Accepted rows come best first, then rejections newest first. Below the table, the ideas that
 failed or regressed are listed once more, as things not to propose again.
 
-Noise is told apart from change (the rules and their thresholds: harness/timing.py's
+Noise is told apart from change (the rules and their thresholds: harness/protocol/timing.py's
 docstring). Each speedup carries its 95% interval [lo-hi]. A node is REGRESSED only when its
 interval lies wholly below its parent's (without intervals, in stores written before them: more
 than REL_MARGIN below); overlapping intervals read "within noise of parent" and are not listed as
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kernelevolve.harness.text import inline
-from kernelevolve.harness.timing import case_noise, clearly_below
+from kernelevolve.harness.protocol.text import inline
+from kernelevolve.harness.protocol.timing import case_noise, clearly_below
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 
 CHARS_PER_TOKEN = 4  # a rough, conservative ratio for English and code

@@ -28,7 +28,7 @@ class Progress:
     cost: float = 0.0
     tokens: int = 0
     best_by_eval: list[float] = field(default_factory=list)  # best fitness after each evaluation
-    best_sol: float | None = None        # the best node's sol_fraction (harness/roofline.py)
+    best_sol: float | None = None        # the best node's sol_fraction (harness/protocol/roofline.py)
     exhausted: bool = False              # no operator has anything left to propose
 
     def note_evaluation(self, best_fitness: float | None, best_sol: float | None = None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelevolve.synth.capture import SIZE_ARG_OPS, Graph, Ref, Value
+from kernelevolve.synth.graph import SIZE_ARG_OPS, Graph, Ref, Value
 
 PREFIX = "_ke_attr_"
 

@@ -1,0 +1,1 @@
+"""The sandbox: the bwrap/unshare command and its allowlisted paths (built by the driver), and what the worker applies to itself and its children (capabilities, seccomp, Landlock, the reaper) and reads from outside (refused syscalls)."""

@@ -1,0 +1,55 @@
+"""Scoring: a measure job's timing samples become the EvalResult's figures and verdict."""
+from __future__ import annotations
+
+from typing import Any
+
+from kernelevolve.harness.protocol.timing import (speedup_interval, summarize, weighted_geomean,
+                                         weighted_interval)
+from kernelevolve.harness.gates.profile_view import apply_profiles
+from kernelevolve.types import EvalResult
+
+
+def score(result: EvalResult, cases: dict[str, Any]) -> None:
+    """Fill `result` from the measure job's samples: per-case medians, IQRs and intervals,
+    the weighted speedup and its interval, and the accepted verdict."""
+    speedups, weights, compile_speedups, measured_ms, pairs = [], [], [], 0.0, []
+    compile_pairs = []
+    for case_result in result.cases:
+        if case_result.held_out:
+            continue
+        data = cases[case_result.name]
+        ref, cand = summarize(data["ref_ms"]), summarize(data["cand_ms"])
+        case_result.ref_timing, case_result.cand_timing = ref, cand
+        case_result.ref_ms, case_result.cand_ms = ref.median_ms, cand.median_ms
+        case_result.speedup = ref.median_ms / cand.median_ms
+        case_result.speedup_ci = speedup_interval(data["ref_ms"], data["cand_ms"])
+        apply_profiles(result, case_result, data)
+        calls = data.get("calls_per_batch") or 1  # samples are per call, of n-call batches
+        measured_ms += calls * (sum(data["ref_ms"]) + sum(data["cand_ms"]))
+        if data.get("compile_ms"):
+            comp = summarize(data["compile_ms"])
+            case_result.compile_timing, case_result.compile_ms = comp, comp.median_ms
+            compile_speedups.append(comp.median_ms / cand.median_ms)
+            compile_pairs.append((data["compile_ms"], data["cand_ms"]))
+            measured_ms += calls * sum(data["compile_ms"])
+        speedups.append(case_result.speedup)
+        weights.append(case_result.weight)
+        pairs.append((data["ref_ms"], data["cand_ms"]))
+    result.measured = True
+    result.speedup_ci = weighted_interval(pairs, weights)
+    result.measured_s += measured_ms / 1e3
+    result.speedup = weighted_geomean(speedups, weights)
+    result.compile_speedup = (weighted_geomean(compile_speedups, weights)
+                              if len(compile_speedups) == len(speedups) else None)
+    result.compile_speedup_ci = (weighted_interval(compile_pairs, weights)
+                                 if result.compile_speedup is not None else None)
+    result.accepted, result.stage, result.fitness = True, "accepted", result.speedup
+    lo, hi = result.speedup_ci
+    result.reason = (f"accepted: {result.speedup:.3f}x weighted speedup over eager PyTorch "
+                     f"(95% interval {lo:.3f}-{hi:.3f}) across {len(speedups)} case(s)")
+    if result.compile_speedup is not None:
+        clo, chi = result.compile_speedup_ci
+        result.reason += (f"; {result.compile_speedup:.3f}x over torch.compile "
+                          f"(95% interval {clo:.3f}-{chi:.3f})")
+        if result.baseline == "compile":  # fitness is relative to what the user compares with
+            result.fitness = result.compile_speedup

@@ -1,0 +1,1 @@
+"""What both sides of the sandbox agree on: frames, the JSON+bytes codec, candidate text made inert, the timing protocol and its statistics, the sampled-output rule, the cost model. Imports nothing else of the harness."""
