@@ -3,7 +3,6 @@ and a kill (SIGTERM) in the middle of the second problem that the same command r
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess

@@ -316,7 +316,7 @@ def test_cli_promote_list_show_set_state_and_errors(searched, tmp_path):
     out = run_cli("promote", "last", "--workspace", str(ws), "--registry", registry,
                   "--name", "norm", "--force")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith(f"promoted norm v1 (shadow)")
+    assert out.stdout.startswith("promoted norm v1 (shadow)")
     listed = json.loads(run_cli("registry", "list", "--registry", registry, "--json").stdout)
     assert [(r["name"], r["version"], r["state"]) for r in listed] == [("norm", 1, "shadow")]
     out = run_cli("registry", "set-state", "norm", "default", "--registry", registry,

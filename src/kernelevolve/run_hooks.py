@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelevolve.operators.base import Draft
 from kernelevolve.search.graph import ROOT, Node
 from kernelevolve.search.memory import history_table
 from kernelevolve.store import Store
+
+if TYPE_CHECKING:  # pragma: no cover - the run imports these hooks
+    from kernelevolve.run import Run
 
 
 class CostMeter:

@@ -16,7 +16,6 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 

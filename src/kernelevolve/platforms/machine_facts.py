@@ -153,7 +153,7 @@ def measure_cpu(threads: int) -> dict[str, Any]:
     copy_s = _best(lambda: b.copy_(a), _REPS)
     c = torch.empty_like(a)
     triad_s = _best(lambda: torch.add(b, c, alpha=3.0, out=a), _REPS)
-    del a, b, c
+    a = b = c = None  # free the arrays (the timed lambdas hold the names, not a del)
     copy_gbs, triad_gbs = 2 * 4 * n / copy_s / 1e9, 3 * 4 * n / triad_s / 1e9
     kernel, gbs = max((("copy", copy_gbs), ("triad", triad_gbs)), key=lambda kv: kv[1])
     flags = cpu_flag_set()
@@ -187,7 +187,7 @@ def measure_cuda() -> dict[str, Any]:
     copy_s = _best_cuda(torch, lambda: b.copy_(a), _REPS + 2)
     c = torch.empty_like(a)
     triad_s = _best_cuda(torch, lambda: torch.add(b, c, alpha=3.0, out=a), _REPS + 2)
-    del a, b, c
+    a = b = c = None  # free the arrays (the timed lambdas hold the names, not a del)
     torch.cuda.empty_cache()
     copy_gbs, triad_gbs = 2 * 4 * n / copy_s / 1e9, 3 * 4 * n / triad_s / 1e9
     kernel, gbs = max((("copy", copy_gbs), ("triad", triad_gbs)), key=lambda kv: kv[1])

@@ -17,7 +17,7 @@ import ast
 from kernelevolve.harness.gates import static_allow as A
 from kernelevolve.harness.gates import static_inline as I
 from kernelevolve.harness.gates import static_strings as S
-from kernelevolve.harness.gates.static_scope import (COMPS, assigned_pairs, import_bindings,
+from kernelevolve.harness.gates.static_scope import (assigned_pairs, import_bindings,
                                                is_self_or_super, is_str, is_type_call,
                                                literal_getattr, scope_names)
 
