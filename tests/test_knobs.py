@@ -43,7 +43,6 @@ def _reads(tree: ast.AST):
         yield function_of(node), node.lineno
 
 
-@pytest.mark.slow
 def test_no_module_but_knobs_reads_the_environment():
     found = []
     for path in sorted(SRC.rglob("*.py")):

@@ -128,7 +128,6 @@ def _named(path: Path) -> list[tuple[int, str]]:
             and node.value.lower() in NAMES]
 
 
-@pytest.mark.slow
 def test_only_platforms_and_languages_name_a_vendor_or_a_language():
     found = []
     for path in sorted(SRC.rglob("*.py")):
