@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 
 from kernelevolve.synth.capture import Graph, NotCovered, Value
-from kernelevolve.synth.checks import KernelChecks, domain_source, reduction_steps, role_layout
-from kernelevolve.synth.kernel import (KNode, Kernel, Layout, LoopKind, NodeKind, Reduction,
-                                       mid_layout_of_shape)
+from kernelevolve.synth.checks import KernelChecks, domain_source, role_layout
+from kernelevolve.synth.kernel import Kernel, Layout, LoopKind, NodeKind, mid_layout_of_shape
+from kernelevolve.synth.plan_nodes import plan_nodes
 
 L = Layout
 MID_OPS = ("sum", "mean", "max", "min", "var")
@@ -26,6 +26,7 @@ class MidChecks(KernelChecks):
     output_layout_text = ("is a per-inner-position or scalar value (a middle-dim reduction "
                           "kernel writes reduced and full-size values)")
     output_dtype_text = "only float32 is covered"
+    reduced_layout = L.MID
 
     def __init__(self, g: Graph, names: list[str], domain: tuple[int, ...], dim: int):
         super().__init__(g, names, domain)
@@ -38,6 +39,16 @@ class MidChecks(KernelChecks):
 
     def data_layout(self, shape):
         return mid_layout_of_shape(shape, self.domain, self.dim)
+
+    def node_refs(self, kind: NodeKind, args):
+        return args
+
+    def node_layout(self, v: Value, kind: NodeKind, refs: list[str], attrs) -> Layout:
+        return _node_layout(self, v, kind, refs)
+
+    def reduced_dim(self, n: str, normed, refs: list[str]) -> int:
+        _check_reduction(self.g, n, normed, self.domain, self.dim)
+        return self.dim
 
     def role_layout(self, node: Value, v: Value, role: str) -> Layout:
         """Embedding lookups feed a reduction over the indices' last dim only."""
@@ -70,26 +81,7 @@ def build_mid_kernel(g: Graph, names: list[str], norm, users, kname: str) -> Ker
     domain = tuple(g.values[norm[first][2][0].name].shape)
     dim = norm[first][3]["dim"] % len(domain)
     ck = MidChecks(g, names, domain, dim)
-    level: dict[str, int] = {}
-    nodes: list[KNode] = []
-    reductions: list[Reduction] = []
-    for n in names:
-        v = g.values[n]
-        kind, op, args, attrs = norm[n]
-        kind = NodeKind(kind)
-        ck.read(n, kind, args)
-        refs = ck.refs(args)
-        lay = _node_layout(ck, v, kind, refs)
-        lvl = max([level.get(r, 0) for r in refs] or [0])
-        if kind == NodeKind.REDUCE:
-            _check_reduction(g, n, norm[n], domain, dim)
-            added, reds, src, lvl = reduction_steps(n, op, args[0], attrs, v.dtype, dim,
-                                                    lvl + 1, L.MID)
-            nodes += added
-            reductions += reds
-            args = (src,)
-        ck.layout[n], level[n] = lay, lvl
-        nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, lvl, v.op))
+    nodes, reductions = plan_nodes(g, names, norm, ck)
     outputs = ck.outputs(names, users)
     domain_of, lookup = domain_source(ck.inputs, nodes, kname)
     return Kernel(kname, nodes, ck.inputs, outputs, domain, domain_of,

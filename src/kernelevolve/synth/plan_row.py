@@ -4,10 +4,10 @@ reduction and no per-row or per-column operand, a flat elementwise kernel."""
 from __future__ import annotations
 
 from kernelevolve.synth.capture import Graph, NotCovered, Value
-from kernelevolve.synth.checks import KernelChecks, domain_source, reduction_steps, role_layout
-from kernelevolve.synth.kernel import (KNode, Kernel, Layout, NodeKind, Reduction,
-                                       layout_of_shape, loop_of, strip)
+from kernelevolve.synth.checks import KernelChecks, domain_source, role_layout
+from kernelevolve.synth.kernel import Kernel, Layout, NodeKind, layout_of_shape, loop_of, strip
 from kernelevolve.synth.ops import ELEMENT_TYPES
+from kernelevolve.synth.plan_nodes import plan_nodes
 
 L = Layout
 ORDER = {L.SCALAR: 0, L.ROW: 1, L.COL: 1, L.FULL: 2}
@@ -18,6 +18,16 @@ class RowChecks(KernelChecks):
     output_layouts = (L.FULL, L.ROW)
     output_layout_text = "is a per-column or scalar value"
     output_dtype_text = "float32 outputs and full-size int64, int32 and bool outputs are covered"
+    reduced_layout = L.ROW
+
+    def node_refs(self, kind: NodeKind, args):
+        return args[:1] if kind == NodeKind.BUCKETIZE else () if kind == NodeKind.GATHER else args
+
+    def node_layout(self, v: Value, kind: NodeKind, refs: list[str], attrs) -> Layout:
+        return _node_layout(self, v, kind, refs, attrs)
+
+    def reduced_dim(self, n: str, normed, refs: list[str]) -> int:
+        return normed[3]["dim"] % len(self.g.values[refs[0]].shape)
 
     def data_layout(self, shape):
         return layout_of_shape(shape, self.domain)
@@ -36,27 +46,7 @@ class RowChecks(KernelChecks):
 
 def build_row_kernel(g: Graph, names: list[str], norm, users, domain, kname: str) -> Kernel:
     ck = RowChecks(g, names, domain)
-    level: dict[str, int] = {}
-    nodes: list[KNode] = []
-    reductions: list[Reduction] = []
-    for n in names:
-        v = g.values[n]
-        kind, op, args, attrs = norm[n]
-        kind = NodeKind(kind)
-        ck.read(n, kind, args)
-        refs = ck.refs(args[:1] if kind == NodeKind.BUCKETIZE else
-                       () if kind == NodeKind.GATHER else args)
-        lvl = max([level.get(r, 0) for r in refs] or [0])
-        lay = _node_layout(ck, v, kind, refs, attrs)
-        if kind == NodeKind.REDUCE:
-            dim = attrs["dim"] % len(g.values[refs[0]].shape)
-            added, reds, src, lvl = reduction_steps(n, op, args[0], attrs, v.dtype, dim,
-                                                    lvl + 1, L.ROW)
-            nodes += added
-            reductions += reds
-            args = (src,)
-        ck.layout[n], level[n] = lay, lvl
-        nodes.append(KNode(n, kind, op, args, attrs, lay, v.dtype, lvl, v.op))
+    nodes, reductions = plan_nodes(g, names, norm, ck)
     outputs = ck.outputs(names, users)
     domain_of, lookup = domain_source(ck.inputs, nodes, kname)
     if any(kn.dtype in ("int64", "int32") for kn in nodes if kn.level > 0):
