@@ -93,3 +93,17 @@ def test_run_config_file_and_flags(tmp_path):
     cfg.write_text("llm = [\n")
     with pytest.raises(UsageError, match="not valid TOML"):
         build_config(cfg, {})
+
+
+def test_the_key_variable_comes_from_the_one_table_in_llm_spec():
+    """A run's secret variable (config.api_key_var, kept from the sandbox) is the variable the
+    client reads its key from: one table, llm/spec.py's, and a named one wins."""
+    from kernelevolve.config import api_key_var, build_config
+    from kernelevolve.llm import DEFAULT_KEY_ENV, LLMConfig
+
+    assert set(DEFAULT_KEY_ENV) == {"openai", "anthropic"}
+    for provider, var in DEFAULT_KEY_ENV.items():
+        llm = LLMConfig.from_dict(build_config(None, {"llm": f"{provider}:m"}).llm)
+        assert api_key_var(llm) == llm.key_env == var
+    named = build_config(None, {"llm": "openai:m", "llm_api_key_env": "MY_GATEWAY_KEY"}).llm
+    assert api_key_var(LLMConfig.from_dict(named)) == "MY_GATEWAY_KEY"

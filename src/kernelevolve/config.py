@@ -12,12 +12,11 @@ from kernelevolve.operators.registry import check_names
 from kernelevolve.search.policies import make_policy
 from kernelevolve.search.termination import Budgets
 
-DEFAULT_KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-
 
 def api_key_var(llm_config: Any) -> str:
-    """The environment variable holding the model's API key (its value is never stored)."""
-    return llm_config.api_key_env or DEFAULT_KEY_VARS.get(llm_config.provider, "")
+    """The environment variable holding the model's API key (its value is never stored): the
+    one the LLM settings name, else the provider's default (llm/spec.py DEFAULT_KEY_ENV)."""
+    return llm_config.key_env
 
 
 @dataclass
