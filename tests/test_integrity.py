@@ -93,8 +93,8 @@ def test_allow_no_kernel_accepts_a_pure_torch_candidate(evaluator, write):
 def test_large_speedups_are_measured_twice(evaluator):
     opts = replace(evaluator.options, integrity=IntegrityPolicy(recheck_speedup=0.0))
     result = evaluator.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py", options=opts)
-    if not result.accepted:  # a slow run can fall under 1x on a loaded machine: nothing to check
-        pytest.skip(result.reason)
+    # accepted at any speed (a loaded machine can put it under 1x); a gate's reject is a bug
+    assert result.accepted, result.reason
     recheck = result.integrity["recheck"]
     assert recheck["first"] > 0 and recheck["second"] > 0
     assert result.speedup == pytest.approx(min(recheck["first"], recheck["second"]), rel=1e-9)
