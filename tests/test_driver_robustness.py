@@ -145,7 +145,8 @@ def test_hostile_server_bytes_become_outcomes_never_exceptions(hostile, tmp_path
     statuses = set()
     for _ in range(24):
         started = time.monotonic()
-        out = hostile.run("check", {"problem": str(problem), "candidate": str(problem)})
+        out = hostile.run("check", {"problem": str(problem), "candidate": "c.py",
+                                    "candidate_source": "x = 2\n"})
         elapsed = time.monotonic() - started
         assert isinstance(out, JobOutcome)
         assert out.status in ("crashed", "failed", "ok", "timeout", "violation", "lost")

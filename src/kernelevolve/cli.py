@@ -94,7 +94,7 @@ def eval_cmd(
     profile: bool = EVAL_PROFILE,
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
-    from kernelevolve.candidate_file import check_candidate_file
+    from kernelevolve.candidate_file import read_candidate
     from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
     from kernelevolve.harness.gates.integrity import IntegrityPolicy
     from kernelevolve.problem import load_problem
@@ -106,7 +106,7 @@ def eval_cmd(
                               integrity=IntegrityPolicy(allow_no_kernel=allow_no_kernel,
                                                         strict=strict))
         options.validate()
-        check_candidate_file(candidate)
+        cand = read_candidate(candidate)  # checked and read here, once
         prob = load_problem(problem)
         if stage_timeout is not None and not stage_timeout > 0:
             raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
@@ -117,7 +117,7 @@ def eval_cmd(
         with err_console.status("starting sandboxed worker") as status:
             with Evaluator(platform, options=options, sandbox_mode=sandbox,
                            limits=limits) as evaluator:
-                result = evaluator.evaluate(prob, candidate,
+                result = evaluator.evaluate(prob, cand,
                                             progress=lambda msg: status.update(msg))
         print_result(result, console)
         if profile:

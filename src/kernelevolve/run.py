@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelevolve import preflight
-from kernelevolve.candidate_file import check_candidate_file
+from kernelevolve.candidate_file import Candidate, read_candidate
 from kernelevolve.config import RunConfig, api_key_var
 from kernelevolve.errors import KernelevolveError, UsageError
 from kernelevolve.harness.driver.evaluate import EvalOptions
@@ -70,8 +70,8 @@ class Run:
         problem = load_problem(problem_path)
         sources = []
         for seed in seeds:
-            path = check_candidate_file(seed, "--seed-candidate")
-            sources.append((path, path.read_text()))
+            cand = read_candidate(seed, "--seed-candidate")
+            sources.append((Path(cand.name), cand.source))
         preflight.check_run(config)  # a run is created only when its search can start
         store = Store.open(workspace)
         run_id = new_run_id()
@@ -246,7 +246,7 @@ class Run:
             graph=graph, operators=make_operators(cfg.operators, deps),
             memory=hooks.memory, meter=meter, fingerprint=fingerprint, facts=facts,
             policy=make_policy(cfg.policy),
-            evaluate=lambda node, source: self._evaluate(executor, problem, node),
+            evaluate=lambda node, source: self._evaluate(executor, problem, node, source),
             hooks=hooks, budgets=cfg.budgets, progress=self.progress(graph),
             problem_path=problem.path, problem_source=Path(problem.path).read_text(),
             platform=cfg.platform, on_change=on_change,
@@ -286,18 +286,20 @@ class Run:
         for path in paths:
             self.store.add_event(self.id, "learned_note", {"path": str(path)})
 
-    async def _evaluate(self, executor, problem, node: Node) -> dict[str, Any]:
-        path = self._dir() / "nodes" / f"node{node.id}.py"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(self.store.source(self.id, node.id))
+    def _candidate(self, node_id: int, source: str) -> Candidate:
+        """A node's source, from the store, as the executor takes it; its nodes/ file (kept for
+        users) only names it."""
+        return Candidate(source, str(self._dir() / "nodes" / f"node{node_id}.py"))
+
+    async def _evaluate(self, executor, problem, node: Node, source: str) -> dict[str, Any]:
+        candidate = self._candidate(node.id, source)
         options = None
         if self._wants_compile_figures():
             # The run's one torch.compile measurement (search/baselines.py), for the prompts.
             self._compile_pending = True
             options = self._options(self.config.search_timing, time_compile=True)
         try:
-            result = (await executor.evaluate(problem, path, options)).to_dict()
+            result = (await executor.evaluate(problem, candidate, options)).to_dict()
         finally:
             if options is not None:
                 self._compile_pending = False
@@ -333,9 +335,9 @@ class Run:
         options = self._options(self.config.final_timing)
         remeasured = []
         for node in finalists:
-            path = self._dir() / "nodes" / f"node{node.id}.py"
+            candidate = self._candidate(node.id, self.store.source(self.id, node.id))
             try:
-                result = asyncio.run(executor.evaluate(problem, path, options)).to_dict()
+                result = asyncio.run(executor.evaluate(problem, candidate, options)).to_dict()
             except InfraError as exc:  # nothing measured it: no verdict, not a rejection
                 self.store.add_event(self.id, "final_measurement_failed",
                                      {"node_id": node.id, "reason": str(exc)})

@@ -17,6 +17,7 @@ def agent_settings(run: "Run", executor, problem, meter) -> "AgentSettings":
     """The LLM's tool loop (`--agent`): tool evaluations go through the same executor (so
     the same sandbox and gates) as nodes, restricted to one case; each is recorded as a
     `tool_evaluation` event, never becomes a node and never counts toward --max-evals."""
+    from kernelevolve.candidate_file import Candidate
     from kernelevolve.harness.protocol.timing import TimingPolicy
     from kernelevolve.operators.agent import AgentSettings
 
@@ -34,7 +35,8 @@ def agent_settings(run: "Run", executor, problem, meter) -> "AgentSettings":
         if timing:  # the agent's paired `time` (operators/agent_timing.py)
             options = dataclasses.replace(options, timing=TimingPolicy(**timing))
         try:
-            result = (await executor.evaluate(problem, path, options)).to_dict()
+            result = (await executor.evaluate(problem, Candidate(source, str(path)),
+                                              options)).to_dict()
         except (InfraError, UsageError) as exc:
             result = {"error": str(exc)}
         run.store.add_event(run.id, "tool_evaluation", {

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import socket
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
+from kernelevolve.candidate_file import Candidate
 from kernelevolve.errors import ProblemError, SandboxError
 from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 from kernelevolve.problem import Problem
@@ -37,7 +37,7 @@ class LocalExecutor:
         return {"executor": self.name, "slots": self.slots,
                 "nodes": [{"hostname": socket.gethostname(), "slots": self.slots}]}
 
-    async def evaluate(self, problem: Problem, candidate: Path,
+    async def evaluate(self, problem: Problem, candidate: Candidate,
                        options: EvalOptions | None = None) -> EvalResult:
         loop = asyncio.get_running_loop()
         try:
@@ -51,7 +51,7 @@ class LocalExecutor:
                               "attempts": 1}
         return result
 
-    def _evaluate(self, problem: Problem, candidate: Path,
+    def _evaluate(self, problem: Problem, candidate: Candidate,
                   options: EvalOptions | None) -> EvalResult:
         return self.evaluator.evaluate(problem, candidate, options=options)
 

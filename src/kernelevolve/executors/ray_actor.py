@@ -1,10 +1,10 @@
 """The Ray actor that evaluates on a cluster node: one sandboxed worker pool, the same gates.
 
 The driver's files are not on this node, so a request carries the problem and candidate sources
-by value; the actor writes them into its own scratch folder and evaluates there (a problem once
-per actor, by hash). Candidate code never runs in this process: as locally, it runs in a
-bubblewrap worker, which here also cannot see Ray's session folder (its unix sockets reach the
-cluster) or Ray's token. Results go back as plain dicts (`EvalResult.to_dict()`).
+by value; the actor writes the problem into its own scratch folder (once per actor, by hash)
+and hands the candidate's text to its evaluator. Candidate code never runs in this process: as
+locally, it runs in a bubblewrap worker, which here also cannot see Ray's session folder (its
+unix sockets reach the cluster) or Ray's token. Results go back as plain dicts (`EvalResult.to_dict()`).
 
 Errors a local evaluation raises come back as data under "error" (the driver raises them again);
 anything else is a bug and propagates as Ray's task error.
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelevolve.candidate_file import Candidate
 from kernelevolve.errors import CandidateError, PlatformError, ProblemError, SandboxError
 from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
 from kernelevolve.harness.driver.pool import Limits, WorkerPool
@@ -85,16 +86,12 @@ class EvalActor:
         return os.getpid()
 
     def evaluate(self, request: dict[str, Any]) -> dict[str, Any]:
-        cand_dir = Path(tempfile.mkdtemp(prefix="cand-", dir=self.scratch))
         try:
             problem = self._problem(request["problem_relpath"], request["problem_source"])
-            candidate = cand_dir / request["candidate_name"]
-            candidate.write_text(request["candidate_source"])
+            candidate = Candidate(request["candidate_source"], request["candidate_name"])
             result = self.evaluator.evaluate(problem, candidate, options=request.get("options"))
         except (ProblemError, CandidateError, PlatformError, SandboxError) as exc:
             return {"error": _error_data(exc), "node": self.node}
-        finally:
-            shutil.rmtree(cand_dir, ignore_errors=True)
         reply: dict[str, Any] = {"result": result.to_dict(), "node": self.node}
         if request.get("ship_libraries"):  # the driver is on another node: send the .so bytes
             reply["libraries"] = {path: Path(path).read_bytes() for path in result.libraries

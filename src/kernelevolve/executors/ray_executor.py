@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kernelevolve.candidate_file import Candidate
 from kernelevolve.errors import ExecutorError, SandboxError
 from kernelevolve.executors.base import EventSink, ignore_event
 from kernelevolve.executors.ray_actor import ActorSpec, EvalActor, raise_error
@@ -135,15 +136,15 @@ class RayExecutor:
                           "threads": self.plan.threads},
                 "nodes": list(nodes.values())}
 
-    async def evaluate(self, problem: Problem, candidate: Path,
+    async def evaluate(self, problem: Problem, candidate: Candidate,
                        options: EvalOptions | None = None) -> EvalResult:
-        source = Path(candidate).read_text(errors="replace")
+        source = candidate.source
         problem_path = Path(problem.path)
         request = {"problem_relpath": f"{problem_path.parent.name}/{problem_path.name}",
                    "problem_source": problem_path.read_text(),
-                   "candidate_name": Path(candidate).name, "candidate_source": source,
+                   "candidate_name": candidate.file_name, "candidate_source": source,
                    "options": options}
-        what = {"candidate": Path(candidate).name,
+        what = {"candidate": candidate.file_name,
                 "source_hash": hashlib.sha256(source.encode()).hexdigest()}
         reasons: list[str] = []
         for attempt in range(1, self.max_retries + 2):
@@ -162,7 +163,7 @@ class RayExecutor:
             else:
                 self._queue_for_loop().put_nowait(slot)
                 if "error" not in reply:
-                    return self._result(reply, problem, Path(candidate), attempt)
+                    return self._result(reply, problem, candidate, attempt)
                 try:
                     raise_error(reply["error"], problem.path)  # a problem error stops the run
                 except SandboxError as exc:       # the node's sandbox, not the candidate
@@ -278,7 +279,7 @@ class RayExecutor:
             pass
 
     # ---- results -------------------------------------------------------------------------------
-    def _result(self, reply: dict[str, Any], problem: Problem, candidate: Path,
+    def _result(self, reply: dict[str, Any], problem: Problem, candidate: Candidate,
                 attempt: int) -> EvalResult:
         data, node = dict(reply["result"]), reply["node"]
         measured_on = {"executor": self.name, **node, "attempts": attempt}
@@ -295,7 +296,7 @@ class RayExecutor:
                 paths.append(str(local))
             data["libraries"] = paths
         # The driver's paths, as a local evaluation reports them.
-        data["problem"], data["candidate"] = problem.path, str(candidate.resolve())
+        data["problem"], data["candidate"] = problem.path, candidate.name
         data["measured_on"] = measured_on
         return EvalResult.from_dict(data)
 

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from kernelevolve.errors import CandidateError, PlatformError, ProblemError, UsageError
+from kernelevolve.candidate_file import Candidate, read_candidate
+from kernelevolve.errors import PlatformError, ProblemError, UsageError
 from kernelevolve.harness.gates.compare import compare_outputs
 from kernelevolve.harness.gates.integrity import (IntegrityPolicy, fallback_problem,
                                             idle_cpu_problem, launch_problem, neutered_problem,
@@ -119,22 +120,21 @@ class Evaluator:
         self.close()
 
     # -----------------------------------------------------------------------------------------
-    def evaluate(self, problem: str | Path | Problem, candidate: str | Path,
+    def evaluate(self, problem: str | Path | Problem, candidate: str | Path | Candidate,
                  progress: Callable[[str], None] | None = None,
                  options: EvalOptions | None = None) -> EvalResult:
+        """`candidate`: its text (a `Candidate`, checked where it entered), or a file's path
+        (checked and read here, once)."""
         opts = options or self.options
         opts.validate()
         say = progress or (lambda _msg: None)
         started = time.monotonic()
         prob = problem if isinstance(problem, Problem) else load_problem(problem)
         opts.check_cases(prob)
-        cand_path = Path(candidate)
-        if not cand_path.is_file():
-            raise CandidateError(f"{cand_path}: no such candidate file; pass the path of a .py "
-                                 "module that defines ModelNew")
-        source = cand_path.read_text(errors="replace")
+        cand = candidate if isinstance(candidate, Candidate) else read_candidate(candidate)
+        source = cand.source
         result = EvalResult(accepted=False, stage="static", reason="", platform=self.platform.name,
-                            problem=prob.path, candidate=str(cand_path.resolve()),
+                            problem=prob.path, candidate=cand.name,
                             source_hash=hashlib.sha256(source.encode()).hexdigest(),
                             baseline=opts.baseline,
                             cases=[CaseResult(c.name, c.weight, held_out=c.held_out)
@@ -142,7 +142,7 @@ class Evaluator:
         if opts.only_cases or opts.stop_after:
             result.partial = {"only_cases": list(opts.only_cases),
                               "stopped_after": opts.stop_after}
-        run = _Run(self, prob, cand_path, opts, result, say)
+        run = _Run(self, prob, cand, opts, result, say)
         try:
             run.execute(source)
             apply_roofline(result, self._costs.get(prob.source_hash), result.fingerprint)
@@ -154,7 +154,7 @@ class Evaluator:
 class _Run:
     """One evaluation's state; each gate either passes or fills in the rejection."""
 
-    def __init__(self, ev: Evaluator, prob: Problem, cand: Path, opts: EvalOptions,
+    def __init__(self, ev: Evaluator, prob: Problem, cand: Candidate, opts: EvalOptions,
                  result: EvalResult, say: Callable[[str], None]):
         self.ev, self.prob, self.cand, self.opts, self.result, self.say = ev, prob, cand, opts, result, say
         self.rng = random.Random(opts.seed) if opts.seed is not None else random.SystemRandom()
@@ -178,7 +178,8 @@ class _Run:
                 for c in (cases or self.cases)}
 
     def _params(self, cases: list[Case]) -> dict[str, Any]:
-        return {"problem": self.prob.path, "candidate": str(self.cand.resolve()),
+        return {"problem": self.prob.path, "candidate": self.cand.file_name,
+                "candidate_source": self.cand.source,
                 "init_seed": self.init_seed, "syscall_filter": self.opts.syscall_filter,
                 "filter_profile": self.profile, "interpreted": self.interpreted,
                 "inspect_libraries": self.opts.inspect_libraries,
@@ -232,7 +233,7 @@ class _Run:
         """The static gate, and whether the candidate's compile profile can be confined here."""
         ev, result = self.ev, self.result
         self.say("static gate")
-        report = check_static(source, self.cand.name, ev.platform.name, ev.platform.languages,
+        report = check_static(source, self.cand.file_name, ev.platform.name, ev.platform.languages,
                               rules=self.opts.static_rules)
         result.language = report.language
         result.fingerprint = ev.pool.fingerprint()

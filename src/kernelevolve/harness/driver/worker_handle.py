@@ -178,11 +178,10 @@ class Worker:
             request["problem"] = src.name
             request["problem_source"] = importlib.util.decode_source(src.read_bytes())
         if params.get("candidate"):  # by value: the sandbox cannot see the user's files
-            src = Path(params["candidate"])
-            folder = jobdir / "candidate"
-            folder.mkdir()
-            shutil.copyfile(src, folder / src.name)
-            request["candidate"] = str(folder / src.name)
+            path = jobdir / "candidate" / Path(params["candidate"]).name
+            path.parent.mkdir()
+            path.write_text(request.pop("candidate_source"))
+            request["candidate"] = str(path)
         (jobdir / "request.json").write_text(json.dumps(request))
         return request
 
