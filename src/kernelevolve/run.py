@@ -12,7 +12,7 @@ import hashlib
 import secrets
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernelevolve import preflight
 from kernelevolve.candidate_file import Candidate, read_candidate
@@ -32,6 +32,10 @@ from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import make_policy
 from kernelevolve.search.termination import Progress
 from kernelevolve.store import Store
+from kernelevolve.types import EvalResult
+
+if TYPE_CHECKING:  # pragma: no cover - the summary is built on demand
+    from kernelevolve.report.summary import RunSummary
 
 DEFAULT_WORKSPACE = Path(".kernelevolve")
 # What must match for measurements from before a resume to be comparable with those after.
@@ -107,14 +111,14 @@ class Run:
     def outcome(self) -> dict[str, Any] | None:
         return self.record.outcome
 
-    def summary(self) -> dict[str, Any]:
-        """What `kernelevolve show --json` prints."""
+    def summary(self) -> "RunSummary":
+        """What `kernelevolve show` prints (`.to_json()`: what `show --json` prints)."""
         from kernelevolve.report.summary import run_summary
 
         return run_summary(self)
 
     def best_source(self) -> str | None:
-        return self.summary()["best_source"]
+        return self.summary().best_source
 
     def _dir(self) -> Path:
         path = self.workspace / "runs" / self.id
@@ -136,12 +140,13 @@ class Run:
             node = node_from_record(rec)
             node.order = order.get(rec.id)
             if rec.status == "done":
-                result = self.store.evaluation(self.id, rec.id) or {}
-                node.meta["reason"] = (result.get("reason") or "")[:2000]
-                fitness = fitness_for(result, self.config.baseline)
-                if fitness is not None:  # one baseline, also for runs stored before it was so
-                    node.fitness = fitness
-                node.sol_fraction = result.get("sol_fraction")
+                result = self.store.evaluation(self.id, rec.id)
+                if result is not None:
+                    node.meta["reason"] = (result.reason or "")[:2000]
+                    fitness = fitness_for(result, self.config.baseline)
+                    if fitness is not None:  # one baseline, also for runs stored before that
+                        node.fitness = fitness
+                    node.sol_fraction = result.sol_fraction
             graph.add(node)
         return graph
 
@@ -275,7 +280,9 @@ class Run:
             client = LLMClient(llm_config, on_call=meter.record)
             # curated notes, `kb add`-ed notes, --notes folders, then what earlier runs learned
             index = workspace_index(self.workspace, [Path(p) for p in self.config.notes])
-        return OperatorDeps(problem_path=problem_path, platform=self.config.platform,
+        from kernelevolve.target import resolve
+
+        return OperatorDeps(problem_path=problem_path, platform=resolve(self.config.platform),
                             language=self.config.language, llm_client=client, knowledge=index)
 
     def _learn(self, graph: SearchGraph, outcome: dict[str, Any], fp: dict[str, Any]) -> None:
@@ -291,7 +298,7 @@ class Run:
         users) only names it."""
         return Candidate(source, str(self._dir() / "nodes" / f"node{node_id}.py"))
 
-    async def _evaluate(self, executor, problem, node: Node, source: str) -> dict[str, Any]:
+    async def _evaluate(self, executor, problem, node: Node, source: str) -> EvalResult:
         candidate = self._candidate(node.id, source)
         options = None
         if self._wants_compile_figures():
@@ -299,7 +306,7 @@ class Run:
             self._compile_pending = True
             options = self._options(self.config.search_timing, time_compile=True)
         try:
-            result = (await executor.evaluate(problem, candidate, options)).to_dict()
+            result = await executor.evaluate(problem, candidate, options)
         finally:
             if options is not None:
                 self._compile_pending = False
@@ -337,13 +344,13 @@ class Run:
         for node in finalists:
             candidate = self._candidate(node.id, self.store.source(self.id, node.id))
             try:
-                result = asyncio.run(executor.evaluate(problem, candidate, options)).to_dict()
+                result = asyncio.run(executor.evaluate(problem, candidate, options))
             except InfraError as exc:  # nothing measured it: no verdict, not a rejection
                 self.store.add_event(self.id, "final_measurement_failed",
                                      {"node_id": node.id, "reason": str(exc)})
                 continue
             self.store.add_event(self.id, "final_measurement", {"node_id": node.id,
-                                                                "result": result})
+                                                                "result": result.to_dict()})
             remeasured.append((node.id, result))
         outcome = decide(remeasured, stop_reason, self.config.baseline)
         outcome["safe"] = outcome["kind"] == "improved"  # best.py is written only then
