@@ -69,16 +69,7 @@ def _load(group: str, name: str, base: type, what: str) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def get_platform(name: str) -> Platform:
-    """The platform, its languages extended by every registered language that declares it
-    (`Language.platforms`): a language joins a built-in platform without editing it."""
-    plat = _load(PLATFORM_GROUP, name, Platform, "platform")
-    added = [lang for lang in languages() if name in lang.platforms
-             and lang.name not in plat.languages]
-    if added:
-        plat.languages = (*plat.languages, *(lang.name for lang in added))
-        plat.measured_languages = (*plat.measured_languages,
-                                   *(lang.name for lang in added if lang.timed))
-    return plat
+    return _load(PLATFORM_GROUP, name, Platform, "platform")
 
 
 @functools.lru_cache(maxsize=None)
@@ -127,12 +118,6 @@ def detect_language(tree: Any, platform: str) -> str:
                 return lang.name
     fallback = [lang for lang in runs if lang.priority <= 0 and lang.detects(tree)]
     return fallback[0].name if fallback else get_language("python").name
-
-
-def device_stream_modules() -> tuple[str, ...]:
-    """Every registered platform's stream modules (the static gate and the integrity probe
-    refuse and watch them whatever the platform of the run)."""
-    return tuple(dict.fromkeys(m for plat in platforms() for m in plat.device_stream_modules))
 
 
 def library_keys() -> tuple[str, ...]:

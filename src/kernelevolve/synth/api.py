@@ -4,13 +4,7 @@ from __future__ import annotations
 from kernelevolve.synth.capture import NotCovered, capture
 from kernelevolve.synth.plan import Plan, explain, plan
 
-
-def languages() -> tuple[str, ...]:
-    """The languages the synthesizer writes: every registered one that names an emitter
-    (`Language.synthesizer`), in the registry's order (the first is the default)."""
-    from kernelevolve.plugins import languages as registered
-
-    return tuple(lang.name for lang in registered() if lang.synthesizer)
+LANGUAGES = ("cpp", "triton")
 
 
 def make_plan(problem_path: str) -> Plan:
@@ -25,17 +19,15 @@ def make_plan(problem_path: str) -> Plan:
 
 def synthesize(problem_path: str, language: str = "cpp") -> tuple[str, Plan]:
     """(candidate source, plan) for `problem_path`; raises NotCovered when out of reach."""
-    import importlib
-
-    from kernelevolve.plugins import get_language
-
-    if language not in languages():
-        raise ValueError(f"language {language!r}: the synthesizer writes "
-                         f"{', '.join(languages())}")
+    if language not in LANGUAGES:
+        raise ValueError(f"language {language!r}: the synthesizer writes {', '.join(LANGUAGES)}")
     p = make_plan(problem_path)
     text = explain(p)
-    emitter = importlib.import_module(get_language(language).synthesizer)
-    return emitter.emit_source(p, str(problem_path), text), p
+    if language == "cpp":
+        from kernelevolve.synth.cpp_module import emit_source
+    else:
+        from kernelevolve.synth.emit_triton import emit_source
+    return emit_source(p, str(problem_path), text), p
 
 
 def explain_problem(problem_path: str) -> str:

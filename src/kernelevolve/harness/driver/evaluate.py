@@ -26,8 +26,8 @@ from kernelevolve.harness.gates.static import check_static
 from kernelevolve.harness.gates.scoring import score
 from kernelevolve.harness.protocol.text import clean
 from kernelevolve.harness.protocol.timing import TimingPolicy
+from kernelevolve.plugins import get_platform
 from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
-from kernelevolve.target import TargetLike, as_target
 from kernelevolve.types import CaseResult, EvalResult
 
 BASELINES = ("eager", "compile")
@@ -95,11 +95,10 @@ class EvalOptions:
 class Evaluator:
     """Evaluates candidates on one platform with one worker pool (reused across calls)."""
 
-    def __init__(self, platform: TargetLike = "cpu", *, workers: int = 1,
-                 pool: WorkerPool | None = None, limits: Limits | None = None,
-                 sandbox_mode: str | None = None, options: EvalOptions | None = None,
-                 secret_vars: tuple[str, ...] = ()):
-        self.platform = as_target(platform).platform  # a resolved Target, or a name
+    def __init__(self, platform: str = "cpu", *, workers: int = 1, pool: WorkerPool | None = None,
+                 limits: Limits | None = None, sandbox_mode: str | None = None,
+                 options: EvalOptions | None = None, secret_vars: tuple[str, ...] = ()):
+        self.platform = get_platform(platform)
         reason = self.platform.unavailable_reason()
         if reason:
             raise PlatformError(reason)

@@ -24,7 +24,7 @@ from kernelevolve.harness.driver.build_service import BuildService
 from kernelevolve.harness.driver.outcome import JobOutcome
 from kernelevolve.harness.driver.worker_handle import Worker
 from kernelevolve.platforms import Platform
-from kernelevolve.target import Target, platform_of
+from kernelevolve.plugins import get_platform
 from kernelevolve.types import SandboxFacts
 
 GiB = 1 << 30
@@ -67,13 +67,13 @@ def default_threads(workers: int) -> int:
 class WorkerPool:
     """A fixed set of sandboxed workers; `run()` is thread-safe and blocks for a free worker."""
 
-    def __init__(self, platform: str | Platform | Target = "cpu", workers: int = 1, *,
+    def __init__(self, platform: str | Platform = "cpu", workers: int = 1, *,
                  limits: Limits | None = None, sandbox_mode: str | None = None,
                  threads: int | None = None, secret_vars: tuple[str, ...] = (),
                  hidden: tuple[str, ...] = ()):
         if workers < 1:
             raise ValueError("a pool needs at least one worker")
-        self.platform = platform_of(platform)  # a Platform, a resolved Target, or a name
+        self.platform = get_platform(platform) if isinstance(platform, str) else platform
         self.limits = limits or Limits()
         if self.limits.machine_factor is None:  # a loaded machine gets longer stage limits
             from kernelevolve.harness.driver.stage_limits import machine_factor

@@ -203,13 +203,12 @@ def job_check(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
 
 
 def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
-    """As the platform declares (`Platform.measurement`): "outside" the candidate's process
-    (harness/worker/measure.py; the CPU), or "inprocess" with the platform's timer
-    (harness/worker/measure_inprocess.py; devices: the outside protocol is not built for them)."""
+    """CPU: timed from outside the candidate's process (harness/worker/measure.py). Devices: in this
+    process, with the platform's event timer (harness/worker/measure_inprocess.py): the outside
+    protocol is not built for GPUs yet."""
     from kernelevolve.plugins import get_platform
 
-    outside = get_platform(req["platform"]).measurement == "outside"
-    if outside and req.get("measurement") != "inprocess":
+    if get_platform(req["platform"]).device == "cpu" and req.get("measurement") != "inprocess":
         from kernelevolve.harness.worker.measure import job_measure as outside
 
         return outside(req, progress)

@@ -96,7 +96,7 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
                              "loop_s": loop_s, "profile_unavailable": INPROCESS_NO_PROFILE,
                              **_recheck_on_timed(session, case, cands[case.name], sets, fresh,
                                                  path)}
-        if session.platform.profile_kinds and device_profile_on():
+        if session.platform.device != "cpu" and device_profile_on():
             result[case.name]["profile"] = _device_profiles(
                 session.platform, fns, sets[case.name][0])
     return {"ok": True, "cases": result, "compile_error": compile_error}

@@ -22,19 +22,18 @@ class JobFailure(Exception):
         self.stage, self.reason, self.extra = stage, reason, extra
 
 
-def seed_all(seed: int, accelerator: bool = True) -> None:
-    """Seed Python's, numpy's and torch's generators. For a platform whose tensors live on no
-    torch accelerator (`Platform.torch_accelerator` False), while no accelerator runtime has
-    started in this process, only torch's CPU generator: `torch.manual_seed` also queues a lazy
-    seed for CUDA, XPU and MTIA, each recording a formatted stack trace (~1-2 ms a call, dozens
-    of calls per evaluation) for devices such a worker cannot use. An accelerator platform, or
-    a started runtime, gets `torch.manual_seed` itself."""
+def seed_all(seed: int, device: str | None = None) -> None:
+    """Seed Python's, numpy's and torch's generators. With `device="cpu"`, while no accelerator
+    runtime has started in this process, only torch's CPU generator: `torch.manual_seed` also
+    queues a lazy seed for CUDA, XPU and MTIA, each recording a formatted stack trace (~1-2 ms
+    a call, dozens of calls per evaluation) for devices a CPU platform's worker cannot use.
+    Any other device, or a started runtime, gets `torch.manual_seed` itself."""
     import numpy as np
     import torch
 
     random.seed(seed)
     np.random.seed(seed % (2**32))
-    if not accelerator and not _accelerator_started(torch):
+    if device == "cpu" and not _accelerator_started(torch):
         torch.default_generator.manual_seed(seed)
     else:
         torch.manual_seed(seed)
@@ -66,7 +65,7 @@ class Session:
 
     def inputs(self, case: Case, seed: int) -> list[Any]:
         self.binder.bind(case)
-        seed_all(seed, self.platform.torch_accelerator)
+        seed_all(seed, self.platform.device)
         values = list(self.module.get_inputs())
         return [self._to_device(v) for v in values]
 
@@ -74,14 +73,14 @@ class Session:
         """`count` input sets from one seed: get_inputs() called again and again on one random
         stream (seeding costs more than a small problem's inputs)."""
         self.binder.bind(case)
-        seed_all(seed, self.platform.torch_accelerator)
+        seed_all(seed, self.platform.device)
         return [[self._to_device(v) for v in self.module.get_inputs()] for _ in range(count)]
 
     def build(self, cls: type, case: Case):
         self.binder.bind(case)
-        seed_all(self.init_seed, self.platform.torch_accelerator)
+        seed_all(self.init_seed, self.platform.device)
         init = list(self.module.get_init_inputs())
-        seed_all(self.init_seed + 1, self.platform.torch_accelerator)
+        seed_all(self.init_seed + 1, self.platform.device)
         model = cls(*init)
         if hasattr(model, "to"):
             model = model.to(self.platform.device)
