@@ -18,6 +18,7 @@ from kernelevolve.harness.driver.build_service import BuildService
 from kernelevolve.harness.driver.outcome import JobOutcome
 from kernelevolve.harness.driver.pool import Limits
 from kernelevolve.harness.driver.worker_handle import Worker
+from kernelevolve.harness.protocol.messages import CaseSpec, CheckJob
 from kernelevolve.plugins import get_platform
 
 HOSTILE_SERVER = r'''
@@ -145,8 +146,10 @@ def test_hostile_server_bytes_become_outcomes_never_exceptions(hostile, tmp_path
     statuses = set()
     for _ in range(24):
         started = time.monotonic()
-        out = hostile.run("check", {"problem": str(problem), "candidate": "c.py",
-                                    "candidate_source": "x = 2\n"})
+        out = hostile.run(CheckJob(problem=str(problem), candidate="c.py",
+                                   candidate_source="x = 2\n", init_seed=1,
+                                   cases=(CaseSpec("default"),), seeds={"default": (1,)},
+                                   neuter_seeds={"default": 2}))
         elapsed = time.monotonic() - started
         assert isinstance(out, JobOutcome)
         assert out.status in ("crashed", "failed", "ok", "timeout", "violation", "lost")

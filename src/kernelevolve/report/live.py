@@ -9,7 +9,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-_FUNNEL = ("static", "load", "run", "correctness", "integrity", "timing", "accepted")
+from kernelevolve.harness.protocol.stages import VERDICT_STAGES as _FUNNEL
 
 
 class LiveView:

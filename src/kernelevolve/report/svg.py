@@ -11,8 +11,6 @@ from typing import Any
 
 from kernelevolve.harness.protocol.text import clean
 
-REJECT_STAGES = ("static", "load", "run", "correctness", "integrity", "timing")
-
 # Red darkens with how late the gate fired: a timing rejection cost more work than a static one.
 STAGE_COLORS = {
     "root": "#2563eb",

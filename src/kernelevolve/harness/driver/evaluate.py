@@ -9,96 +9,39 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from kernelevolve.candidate_file import Candidate, read_candidate
-from kernelevolve.errors import PlatformError, ProblemError, UsageError
-from kernelevolve.harness.gates.compare import compare_outputs
-from kernelevolve.harness.gates.integrity import (IntegrityPolicy, fallback_problem,
-                                            idle_cpu_problem, launch_problem, neutered_problem,
-                                            norm_ratio_problem, sampled_calls_problem,
-                                            timing_problem)
+from kernelevolve.errors import PlatformError, ProblemError
+from kernelevolve.harness.driver.gate_checks import GateChecks
+from kernelevolve.harness.driver.options import BASELINES, STOP_AFTER, EvalOptions
+from kernelevolve.harness.gates.integrity import IntegrityPolicy, timing_problem
 from kernelevolve.harness.driver.pool import JobOutcome, Limits, WorkerPool
 from kernelevolve.harness.protocol.roofline import apply_roofline
 from kernelevolve.harness.gates.static import check_static
 from kernelevolve.harness.gates.scoring import score
+from kernelevolve.harness.protocol.messages import (CaseSpec, CheckJob, MeasureJob, ReferenceJob,
+                                                    RunJob)
+from kernelevolve.harness.protocol.replies import ReferenceCase
+from kernelevolve.harness.protocol.stages import CANDIDATE_STAGES, JOB_REPORTED
 from kernelevolve.harness.protocol.text import clean
-from kernelevolve.harness.protocol.timing import TimingPolicy
-from kernelevolve.plugins import get_platform
 from kernelevolve.problem import Case, Problem, derive_held_out, load_problem
+from kernelevolve.target import TargetLike, as_target
 from kernelevolve.types import CaseResult, EvalResult
 
-BASELINES = ("eager", "compile")
-# Where a restricted evaluation may stop: after the candidate compiled and loaded (the check
-# job imports it; the reference job is skipped), or after the integrity gate (no timing).
-STOP_AFTER = ("load", "integrity")
-
-
-@dataclass
-class EvalOptions:
-    trials: int = 3                 # correctness trials per case, each with fresh inputs
-    post_trials: int = 2            # fresh-input trials re-checked after timing
-    timing_sets: int = 3            # rotating input sets per case during timing
-    seed: int | None = None         # None: fresh random seeds every evaluation
-    baseline: str = "eager"         # what fitness is relative to
-    time_compile: bool = False      # also time torch.compile (always with baseline "compile");
-                                    # its speedup is its own figure, never fitness unless it is
-                                    # the baseline
-    static_rules: bool = True       # tests turn the static integrity rules off to prove that
-                                    # the runtime defences hold on their own
-    inspect_libraries: bool = True  # ...and the compiled-library inspection (native_inspect.py)
-    syscall_filter: bool = True     # ...and the syscall filter (seccomp.py), leaving the sandbox
-    measurement: str = "outside"    # CPU: timed from outside the candidate's process
-                                    # (harness/worker/measure.py); "inprocess" is the earlier protocol,
-                                    # kept for devices and for benchmarks/protocol_compare.py
-    held_out: bool = True           # derive an odd-sized case when the problem declares none
-    integrity: IntegrityPolicy = field(default_factory=IntegrityPolicy)
-    timing: TimingPolicy = field(default_factory=TimingPolicy)
-    # Restricted evaluations (the LLM agent's tools): only these cases (names from the problem's
-    # CASES, or the derived held-out case), and/or stop after a gate. Their results carry
-    # `partial` and never become search nodes.
-    only_cases: tuple[str, ...] = ()
-    stop_after: str | None = None
-
-    @property
-    def times_compile(self) -> bool:
-        return self.baseline == "compile" or self.time_compile
-
-    def validate(self) -> None:
-        if self.trials < 3:
-            raise UsageError(f"--trials {self.trials}: at least 3 correctness trials are required")
-        if self.baseline not in BASELINES:
-            raise UsageError(f"--baseline {self.baseline!r}: choose one of {', '.join(BASELINES)}")
-        if self.measurement not in ("outside", "inprocess"):
-            raise UsageError(f"measurement {self.measurement!r}: choose outside or inprocess")
-        if self.stop_after is not None and self.stop_after not in STOP_AFTER:
-            raise UsageError(f"stop_after {self.stop_after!r}: choose one of "
-                             f"{', '.join(STOP_AFTER)} (or none, for the whole evaluation)")
-        if isinstance(self.only_cases, str) or not all(
-                isinstance(c, str) and c for c in self.only_cases):
-            raise UsageError(f"only_cases {self.only_cases!r}: a tuple of case names")
-
-    def check_cases(self, problem: Problem) -> None:
-        """Every name in only_cases must be one of the problem's cases (or the held-out one)."""
-        if not self.only_cases:
-            return
-        held = derive_held_out(problem) if self.held_out else None
-        known = [c.name for c in problem.cases] + ([held.name] if held else [])
-        unknown = [c for c in self.only_cases if c not in known]
-        if unknown:
-            raise UsageError(f"only_cases: unknown case {unknown[0]!r}; the problem's cases: "
-                             f"{', '.join(known)}")
+__all__ = ["BASELINES", "STOP_AFTER", "EvalOptions", "Evaluator", "build_records", "evaluate"]
 
 
 class Evaluator:
     """Evaluates candidates on one platform with one worker pool (reused across calls)."""
 
-    def __init__(self, platform: str = "cpu", *, workers: int = 1, pool: WorkerPool | None = None,
-                 limits: Limits | None = None, sandbox_mode: str | None = None,
-                 options: EvalOptions | None = None, secret_vars: tuple[str, ...] = ()):
-        self.platform = get_platform(platform)
+    def __init__(self, platform: TargetLike = "cpu", *, workers: int = 1,
+                 pool: WorkerPool | None = None, limits: Limits | None = None,
+                 sandbox_mode: str | None = None, options: EvalOptions | None = None,
+                 secret_vars: tuple[str, ...] = ()):
+        self.platform = as_target(platform).platform  # a resolved Target, or a name
         reason = self.platform.unavailable_reason()
         if reason:
             raise PlatformError(reason)
@@ -151,8 +94,9 @@ class Evaluator:
         return result
 
 
-class _Run:
-    """One evaluation's state; each gate either passes or fills in the rejection."""
+class _Run(GateChecks):
+    """One evaluation's state; each gate either passes or fills in the rejection (the
+    correctness and integrity gates over the jobs' replies: harness/driver/gate_checks.py)."""
 
     def __init__(self, ev: Evaluator, prob: Problem, cand: Candidate, opts: EvalOptions,
                  result: EvalResult, say: Callable[[str], None]):
@@ -177,14 +121,14 @@ class _Run:
         return {c.name: [self.rng.randrange(1, 2**31) for _ in range(n)]
                 for c in (cases or self.cases)}
 
-    def _params(self, cases: list[Case]) -> dict[str, Any]:
-        return {"problem": self.prob.path, "candidate": self.cand.file_name,
-                "candidate_source": self.cand.source,
-                "init_seed": self.init_seed, "syscall_filter": self.opts.syscall_filter,
-                "filter_profile": self.profile, "interpreted": self.interpreted,
-                "inspect_libraries": self.opts.inspect_libraries,
-                "cases": [{"name": c.name, "weight": c.weight, "bindings": c.bindings,
-                           "held_out": c.held_out} for c in cases]}
+    def _job(self, kind: type[RunJob], cases: list[Case], **fields: Any) -> Any:
+        """One job's typed parameters (harness/protocol/messages.py) over `cases`."""
+        return kind(problem=self.prob.path, candidate=self.cand.file_name,
+                    candidate_source=self.cand.source, init_seed=self.init_seed,
+                    syscall_filter=self.opts.syscall_filter, filter_profile=self.profile,
+                    interpreted=self.interpreted, inspect_libraries=self.opts.inspect_libraries,
+                    cases=tuple(CaseSpec(c.name, c.weight, dict(c.bindings), c.held_out)
+                                for c in cases), **fields)
 
     def reject(self, stage: str, reason: str) -> None:  # static reasons quote candidate source
         self.result.accepted, self.result.stage, self.result.reason = False, stage, clean(reason)
@@ -207,7 +151,7 @@ class _Run:
         check = self._check()
         if check is None:
             return
-        cases = check.result["cases"]
+        cases = check.reply.cases
         self.say("correctness")
         if not self._correct(cases, "outputs", self.seeds, 0, record=True):
             return
@@ -256,8 +200,8 @@ class _Run:
         """The check job: the candidate's outputs, or None once it has been rejected or stopped."""
         result = self.result
         self.say("candidate outputs")
-        check = self.ev.pool.run("check", {**self._params(self.cases), "seeds": self.seeds,
-                                           "neuter_seeds": self.neuter_seeds})
+        check = self.ev.pool.run("check", self._job(CheckJob, self.cases, seeds=self.seeds,
+                                                    neuter_seeds=self.neuter_seeds))
         self._keep_logs("check", check)
         # What the candidate loaded, from the driver's own build log (not the job's report).
         result.libraries = list(dict.fromkeys(s["path"] for s in check.services
@@ -286,26 +230,25 @@ class _Run:
                          "candidates for real (Triton runs in the interpreter on CPU)")
 
     # ---- gates ---------------------------------------------------------------------------------
-    def _reference(self) -> dict[str, Any]:
+    def _reference(self) -> dict[str, ReferenceCase]:
         seeds = {name: self.seeds[name] + self.post_seeds[name] + [self.neuter_seeds[name]]
                  for name in self.seeds}
         costs = self.ev._costs.get(self.prob.source_hash)
         count = costs is None or any(c.name not in costs for c in self.cases)
-        out = self.ev.pool.run("reference", {**self._params(self.cases), "seeds": seeds,
-                                             "count_cost": count})
-        if out.status == "failed":
-            raise ProblemError(self.prob.path, out.result["reason"].splitlines()[0])
+        out = self.ev.pool.run("reference", self._job(ReferenceJob, self.cases, seeds=seeds,
+                                                      count_cost=count))
+        if out.failure is not None:
+            raise ProblemError(self.prob.path, out.failure.reason.splitlines()[0])
         if out.status != "ok":
             raise ProblemError(self.prob.path, "running the reference failed: " + out.describe())
-        ref = out.result["cases"]
+        ref = dict(out.reply.cases)
         if count:  # counted once per problem (harness/protocol/roofline.py); kept for later evaluations
             self.ev._costs[self.prob.source_hash] = {
-                **(costs or {}), **{name: c.get("cost") if isinstance(c.get("cost"), dict)
-                                    else {} for name, c in ref.items()}}
-        skipped = [c for c in self.cases if "skipped" in ref.get(c.name, {})]
+                **(costs or {}), **{name: dict(c.cost or {}) for name, c in ref.items()}}
+        skipped = [c for c in self.cases if c.name in ref and ref[c.name].skipped is not None]
         for case in skipped:
             self.result.integrity.setdefault("held_out_skipped", {})[case.name] = \
-                ref[case.name]["skipped"]
+                ref[case.name].skipped
         self.cases = [c for c in self.cases if c not in skipped]
         self.result.cases = [CaseResult(c.name, c.weight, held_out=c.held_out) for c in self.cases]
         return ref
@@ -316,103 +259,44 @@ class _Run:
             ("stdout", out.stdout_tail), ("stderr", out.stderr_tail)) if text.strip()})
 
     def _failure(self, out: JobOutcome) -> tuple[str, str]:
-        if out.status == "failed":  # the job's own report: untrusted, so checked field by field
-            stage, reason = out.result.get("stage"), out.result.get("reason")
-            reason = reason[:20000] if isinstance(reason, str) and reason.strip() else \
-                "the job failed without a reason"
+        failed = out.failure  # the job's own report, checked field by field (replies.py)
+        if failed is not None:
+            stage, reason = failed.stage, failed.reason
             if stage == "problem" and not out.loaded:  # before any candidate code existed
                 raise ProblemError(self.prob.path, reason.splitlines()[0])
-            return (stage if stage in ("load", "run", "correctness", "integrity", "timing")
-                    else "load"), reason
-        stage = out.stage if out.stage in ("load", "run", "timing") else "load"
+            return (stage if stage in JOB_REPORTED else "load"), reason
+        stage = out.stage if out.stage in CANDIDATE_STAGES else "load"
         reason = out.describe()
         tail = out.stderr_tail.strip()
         if tail and out.status == "crashed":
             reason += "\nlast output:\n" + "\n".join(tail.splitlines()[-8:])
         return stage, reason
 
-    def _correct(self, cases: dict[str, Any], key: str, seeds: dict[str, list[int]],
-                 offset: int, record: bool, when: str = "", stage: str = "correctness") -> bool:
-        for case_result, case in zip(self.result.cases, self.cases):
-            ref, got = self.reference[case.name], cases[case.name]
-            n = len(seeds[case.name])
-            if got["digests"] != ref["digests"][offset:offset + n]:
-                raise ProblemError(self.prob.path, f"get_inputs() is not deterministic under a "
-                                                   f"fixed seed (case {case.name!r}); seed all "
-                                                   "randomness through torch")
-            for trial in range(n):
-                cmp = compare_outputs(ref["outputs"][offset + trial], got[key][trial],
-                                      self.prob.tolerance)
-                if record:
-                    case_result.max_abs_err = max(case_result.max_abs_err or 0.0, cmp.max_abs_err)
-                    case_result.max_rel_err = max(case_result.max_rel_err or 0.0, cmp.max_rel_err)
-                if not cmp.ok:
-                    case_result.correct = False
-                    case_result.mismatch = cmp.mismatch
-                    where = f" {when}" if when else ""
-                    self.reject(stage, f"wrong result on case {case.name!r} (trial {trial + 1} of "
-                                       f"{n}){where}: {cmp.reason}")
-                    return False
-            if record:
-                case_result.correct = True
-        return True
-
-    def _integrity(self, cases: dict[str, Any]) -> bool:
-        policy = self.opts.integrity
-        if not self._correct(cases, "repeats", self.seeds, 0, record=False, stage="integrity",
-                             when="when forward ran a second time on the same inputs "
-                                  "(state kept between calls?)"):
-            return False
-        facts = self.result.integrity
-        for case in self.cases:
-            ref, got = self.reference[case.name], cases[case.name]
-            facts.setdefault("launches", {})[case.name] = got["launches"]
-            facts.setdefault("candidate_ops", {})[case.name] = got["ops"]
-            facts.setdefault("reference_ops", {})[case.name] = ref["ops"]
-            facts.setdefault("reference_decomposed_ops", {})[case.name] = ref.get("decomposed_ops", [])
-            n = len(self.seeds[case.name])
-            noise = ref.get("noise") or [None] * n
-            problems = [norm_ratio_problem(ref["outputs"][t], got["outputs"][t], noise[t])
-                        for t in range(n)]
-            problems += [launch_problem(case.name, got["launches"], policy),
-                         fallback_problem(case.name, ref["ops"], got["ops"], policy,
-                                          ref.get("decomposed_ops", []))]
-            if got["neuter_digest"] != ref["digests"][-1]:
-                raise ProblemError(self.prob.path, "get_inputs() is not deterministic under a "
-                                                   "fixed seed; seed all randomness through torch")
-            if not policy.allow_no_kernel:
-                problems.append(neutered_problem(case.name, ref["outputs"][-1], got["neutered"],
-                                                 self.prob.tolerance))
-            found = next((p for p in problems if p), None)
-            if found:
-                self.reject("integrity", found)
-                return False
-        return True
-
     def _measure(self) -> dict[str, Any] | None:
         timed_cases = [c for c in self.cases if not c.held_out]
-        measure = self.ev.pool.run("measure", {
-            **self._params(timed_cases), "seeds": self.post_seeds,
-            "timing_seeds": self._draw(self.opts.timing_sets, timed_cases),
-            "timing": asdict(self.opts.timing),
+        measure = self.ev.pool.run("measure", self._job(
+            MeasureJob, timed_cases, seeds=self.post_seeds,
+            timing_seeds=self._draw(self.opts.timing_sets, timed_cases),
+            timing=asdict(self.opts.timing),
             # the measure job's "baseline": "compile" means "time torch.compile here too"
-            "baseline": "compile" if self.opts.times_compile else "eager",
-            "measurement": self.opts.measurement})
+            baseline="compile" if self.opts.times_compile else "eager",
+            measurement=self.opts.measurement))
         self._keep_logs("measure", measure)
         if measure.status != "ok":
             stage, reason = self._failure(measure)
-            self.reject("timing" if stage in ("load", "run") else stage, reason)
+            self.reject("timing" if stage in CANDIDATE_STAGES else stage, reason)
             return None
-        cases = measure.result["cases"]
-        if measure.result.get("compile_error"):
-            self.result.integrity["compile_baseline_error"] = measure.result["compile_error"]
+        reply = measure.reply
+        cases, scored = reply.cases, {name: c.scored() for name, c in reply.cases.items()}
+        if reply.compile_error:
+            self.result.integrity["compile_baseline_error"] = reply.compile_error
         for case in timed_cases:
-            problem = timing_problem(case.name, cases[case.name], measure.wall_s)
+            problem = timing_problem(case.name, scored[case.name], measure.wall_s)
             if problem:
                 self.reject("integrity", problem)
                 return None
-        if measure.result.get("protocol") == "outside":
-            return cases if self._outside_checks(timed_cases, cases) else None
+        if reply.protocol == "outside":
+            return scored if self._outside_checks(timed_cases, cases) else None
         saved_cases = self.cases
         self.cases = timed_cases
         try:
@@ -421,26 +305,7 @@ class _Run:
                                "timed input tensors (outputs cached between calls?)")
         finally:
             self.cases = saved_cases
-        return cases if ok else None
-
-    def _outside_checks(self, timed_cases: list[Case], cases: dict[str, Any]) -> bool:
-        """Sampled timed calls and the candidate's CPU outside its batches (harness/worker/measure.py)."""
-        facts = self.result.integrity.setdefault("outside", {})
-        for case in timed_cases:
-            data = cases[case.name]
-            facts[case.name] = {"calls_per_batch": data.get("calls_per_batch"),
-                                "sampled_calls": len(data.get("samples") or []),
-                                "cpu": data.get("cpu"), "threads": data.get("threads")}
-            wrong = sampled_calls_problem(case.name, data.get("samples"), self.prob.tolerance)
-            if wrong:
-                self.reject("correctness", wrong)
-                return False
-            busy = idle_cpu_problem(case.name, data.get("cpu"))
-            if busy:
-                self.reject("integrity", busy)
-                return False
-            data.pop("samples", None)  # tensors: checked, not kept in the result
-        return True
+        return scored if ok else None
 
     def _recheck(self, first: dict[str, Any]) -> None:
         """A very large speedup counts only if an independent measurement reproduces it."""

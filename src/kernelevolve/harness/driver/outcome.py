@@ -12,17 +12,21 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelevolve.harness.protocol.text import clean
+from kernelevolve.harness.protocol import codec as wire
+from kernelevolve.harness.protocol.fields import MessageError
+from kernelevolve.harness.protocol.replies import Failed, reply_from_wire
+from kernelevolve.harness.protocol.stages import JOB_STAGES as STAGES
+from kernelevolve.harness.protocol.text import clean, clean_tree
 
 STATUSES = ("exited", "signaled", "timeout", "violation", "protocol")
-STAGES = ("start", "problem", "load", "run", "compile", "timing")
 TAIL_CHARS = 8192
 
 
 @dataclass
 class JobOutcome:
     status: str                 # ok | failed | crashed | timeout | violation | lost
-    result: dict[str, Any] | None
+    reply: Any = None           # the job's typed reply (harness/protocol/replies.py): Failed
+                                # when the job failed for a reason it named
     stage: str = "start"
     code: int | None = None
     signal: int | None = None
@@ -67,6 +71,15 @@ class JobOutcome:
         return self.status
 
     @property
+    def result(self) -> dict[str, Any] | None:
+        """The reply in its wire form (tools and tests that read it as data)."""
+        return None if self.reply is None else self.reply.to_wire()
+
+    @property
+    def failure(self) -> Failed | None:
+        return self.reply if isinstance(self.reply, Failed) else None
+
+    @property
     def refused_library(self) -> dict[str, Any] | None:
         """The first library the driver's inspection refused during this job, if any."""
         return next((s for s in self.services if s.get("kind") == "inspection"), None)
@@ -91,10 +104,10 @@ def _small_int(value: Any) -> int | None:
 
 
 def from_reply(reply: dict[str, Any]) -> JobOutcome:
-    """A JobOutcome (result still None) from the server's reply, validated field by field."""
+    """A JobOutcome (reply still None) from the server's reply, validated field by field."""
     status = reply.get("status")
     stage = reply.get("stage") if reply.get("stage") in STAGES else "start"
-    out = JobOutcome(status="crashed", result=None, stage=stage,
+    out = JobOutcome(status="crashed", stage=stage,
                      code=_small_int(reply.get("code")), signal=_small_int(reply.get("signal")),
                      wall_s=_num(reply.get("wall_s")), cpu_s=_num(reply.get("cpu_s")),
                      maxrss_kb=int(_num(reply.get("maxrss_kb"))),
@@ -114,4 +127,21 @@ def from_reply(reply: dict[str, Any]) -> JobOutcome:
         out.reason = _text(reply.get("reason"), 2000) or "the syscall filter refused a call"
     elif status == "protocol":
         out.reason = _text(reply.get("reason"), 500) or "the job broke the control protocol"
+    return out
+
+
+def read_result(out: JobOutcome, data: bytes, job: str) -> JobOutcome:
+    """The job's result file, decoded (harness/protocol/codec.py), its strings made inert, and
+    checked field by field as `job`'s reply; a malformed one leaves the job crashed, with why."""
+    try:
+        decoded = wire.decode(data)
+    except wire.WireError as exc:
+        out.reason = f"the job's result is malformed: {clean(str(exc))}"
+        return out
+    try:
+        out.reply = reply_from_wire(job, clean_tree(decoded))
+    except MessageError as exc:
+        out.reason = f"the job's result is malformed: {clean(str(exc))[:500]}"
+        return out
+    out.status = "failed" if isinstance(out.reply, Failed) else "ok"
     return out

@@ -23,8 +23,10 @@ from kernelevolve import knobs
 from kernelevolve.harness.driver.build_service import BuildService
 from kernelevolve.harness.driver.outcome import JobOutcome
 from kernelevolve.harness.driver.worker_handle import Worker
+from kernelevolve.harness.protocol.messages import (FingerprintJob, JobParams, MachineJob,
+                                                    params_from_wire)
 from kernelevolve.platforms import Platform
-from kernelevolve.plugins import get_platform
+from kernelevolve.target import Target, platform_of
 from kernelevolve.types import SandboxFacts
 
 GiB = 1 << 30
@@ -67,13 +69,13 @@ def default_threads(workers: int) -> int:
 class WorkerPool:
     """A fixed set of sandboxed workers; `run()` is thread-safe and blocks for a free worker."""
 
-    def __init__(self, platform: str | Platform = "cpu", workers: int = 1, *,
+    def __init__(self, platform: str | Platform | Target = "cpu", workers: int = 1, *,
                  limits: Limits | None = None, sandbox_mode: str | None = None,
                  threads: int | None = None, secret_vars: tuple[str, ...] = (),
                  hidden: tuple[str, ...] = ()):
         if workers < 1:
             raise ValueError("a pool needs at least one worker")
-        self.platform = get_platform(platform) if isinstance(platform, str) else platform
+        self.platform = platform_of(platform)  # a Platform, a resolved Target, or a name
         self.limits = limits or Limits()
         if self.limits.machine_factor is None:  # a loaded machine gets longer stage limits
             from kernelevolve.harness.driver.stage_limits import machine_factor
@@ -103,10 +105,16 @@ class WorkerPool:
             shutil.rmtree(self.base, ignore_errors=True)
             raise
 
-    def run(self, job: str, params: dict[str, Any]) -> JobOutcome:
+    def run(self, job: str, params: JobParams | dict[str, Any] | None = None) -> JobOutcome:
+        """Run one job; `params` typed (harness/protocol/messages.py) or, from tools and tests,
+        its wire form, decoded and checked here."""
+        if not isinstance(params, JobParams):
+            params = params_from_wire(job, params or {})
+        elif params.job != job:
+            raise ValueError(f"a {params.job} job's parameters for a {job} job")
         worker = self._idle.get()
         try:
-            return worker.run(job, params)
+            return worker.run(params)
         finally:
             self._idle.put(worker)
 
@@ -122,8 +130,8 @@ class WorkerPool:
         """The measuring machine, described from inside a worker (once per pool)."""
         with self._lock:
             if self._fingerprint is None:
-                out = self.run("fingerprint", {})
-                fp = dict(out.result["fingerprint"]) if out.status == "ok" and out.result else {
+                out = self.run("fingerprint", FingerprintJob())
+                fp = dict(out.reply.fingerprint) if out.status == "ok" else {
                     "platform": self.platform.name, "error": out.describe()}
                 facts = self.sandbox_facts
                 fp.update(network_isolated=facts.network_isolated, sandbox=facts.method)
@@ -141,10 +149,10 @@ class WorkerPool:
         cached = machine_facts.read_cached(path)
         if cached is not None:
             return {**cached, "cached": True}
-        out = self.run("machine", {})
-        if out.status != "ok" or not out.result or not isinstance(out.result.get("machine"), dict):
+        out = self.run("machine", MachineJob())
+        if out.status != "ok":
             return {"error": "measuring the machine failed: " + out.describe()}
-        figures = dict(out.result["machine"])
+        figures = dict(out.reply.machine)
         self.machine_measurements += 1
         why = machine_facts.write_cached(path, figures)
         return {**figures, "cached": False, **({"cache_error": why} if why else {})}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-CANDIDATE_STAGES = ("load", "run", "timing")
+from kernelevolve.harness.protocol.stages import CANDIDATE_STAGES
 PROBE_IDLE_S = 0.0034       # the probe's best-of-3 time on an idle core of the dev machine
 MAX_MACHINE_FACTOR = 8.0
 INTERPRETER_FACTOR = 4.0

@@ -12,6 +12,7 @@ late kills the server (it is restarted on the next job) and becomes the job's fa
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -28,7 +29,8 @@ from typing import Any
 
 from kernelevolve import knobs, plugins
 from kernelevolve.errors import SandboxError
-from kernelevolve.harness.protocol import frames, text, codec as wire
+from kernelevolve.harness.protocol import frames, text
+from kernelevolve.harness.protocol.messages import Containment, JobParams, JobRequest, RunJob
 from kernelevolve.harness.driver import outcome
 from kernelevolve.harness.containment import sandbox
 from kernelevolve.harness.driver.build_service import BuildService
@@ -142,7 +144,7 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     # ---- jobs --------------------------------------------------------------------------------
-    def run(self, job: str, params: dict[str, Any]) -> JobOutcome:
+    def run(self, params: JobParams) -> JobOutcome:
         if not self.alive:
             if self._started:
                 self.restarts += 1
@@ -152,38 +154,43 @@ class Worker:
         jobdir = Path(tempfile.mkdtemp(prefix="job-", dir=self.root / "jobs"))
         log: list[dict[str, Any]] = []
         try:
-            request = self._request(job, params, jobdir)
+            request = self._request(params, jobdir)
             with tempfile.TemporaryFile(dir=self.private) as result:
                 reply = self._exchange(job_id, jobdir, result.fileno(), log,
-                                       inspect=params.get("inspect_libraries", True),
-                                       timeouts=request["stage_timeouts"])
-                out = self._outcome(reply, result.fileno(), request)
+                                       inspect=params.inspect_libraries,
+                                       timeouts=dict(request.stage_timeouts))
+                out = self._outcome(reply, result.fileno(), params.job)
         finally:
             shutil.rmtree(jobdir, ignore_errors=True)
         out.services = log
         return out
 
-    def _request(self, job: str, params: dict[str, Any], jobdir: Path) -> dict[str, Any]:
-        request = {**params, "job": job, "platform": self.platform.name, "threads": self.threads,
-                   "stage_timeouts": self.limits.for_job(bool(params.get("interpreted"))),
-                   "helpers": self.helpers,
-                   "containment": {"seccomp": params.get("syscall_filter", True),
-                                   "landlock": True,
-                                   "profile": params.get("filter_profile",
-                                                         self.platform.filter_profile),
-                                   "devices": list(self.platform.sandbox_devices),
-                                   "readable": self.readable}}
-        if params.get("problem"):  # as text, imported from text (problem.import_source)
-            src = Path(params["problem"])
-            request["problem"] = src.name
-            request["problem_source"] = importlib.util.decode_source(src.read_bytes())
-        if params.get("candidate"):  # by value: the sandbox cannot see the user's files
-            path = jobdir / "candidate" / Path(params["candidate"]).name
-            path.parent.mkdir()
-            path.write_text(request.pop("candidate_source"))
-            request["candidate"] = str(path)
-        (jobdir / "request.json").write_text(json.dumps(request))
+    def _request(self, params: JobParams, jobdir: Path) -> JobRequest:
+        if isinstance(params, RunJob):
+            params = self._by_value(params, jobdir)
+        request = JobRequest(
+            params=params, platform=self.platform.name, threads=self.threads,
+            stage_timeouts=self.limits.for_job(params.interpreted), helpers=self.helpers,
+            containment=Containment(seccomp=params.syscall_filter, landlock=True,
+                                    profile=params.filter_profile or self.platform.filter_profile,
+                                    devices=tuple(self.platform.sandbox_devices),
+                                    readable=tuple(self.readable)))
+        (jobdir / "request.json").write_text(json.dumps(request.to_wire()))
         return request
+
+    @staticmethod
+    def _by_value(params: RunJob, jobdir: Path) -> RunJob:
+        """The problem as text (imported from text: problem.import_source), the candidate's text
+        written into the job's folder: the sandbox cannot see the user's files."""
+        src = Path(params.problem)
+        changes = {"problem": src.name,
+                   "problem_source": importlib.util.decode_source(src.read_bytes())}
+        if params.candidate:
+            path = jobdir / "candidate" / Path(params.candidate).name
+            path.parent.mkdir()
+            path.write_text(params.candidate_source)
+            changes.update(candidate=str(path), candidate_source="")
+        return dataclasses.replace(params, **changes)
 
     def _exchange(self, job_id: int, jobdir: Path, result_fd: int, log: list[dict[str, Any]],
                   inspect: bool, timeouts: dict[str, float]) -> dict[str, Any] | None:
@@ -209,12 +216,11 @@ class Worker:
             except OSError:
                 return None
 
-    def _outcome(self, reply: dict[str, Any] | None, result_fd: int,
-                 request: dict[str, Any]) -> JobOutcome:
+    def _outcome(self, reply: dict[str, Any] | None, result_fd: int, job: str) -> JobOutcome:
         if reply is None:
             tail = self._server_log_tail()
             self.kill()
-            return JobOutcome("lost", None, reason="the worker server stopped answering or sent "
+            return JobOutcome("lost", reason="the worker server stopped answering or sent "
                               "a malformed reply, and was restarted" +
                               (f": {text.clean(tail[-300:])}" if tail.strip() else ""))
         out = outcome.from_reply(reply)
@@ -228,17 +234,7 @@ class Worker:
             out.reason = (f"the job's result is {size} bytes, over the {self.limits.result_bytes} "
                           "byte limit")
             return out
-        try:
-            result = wire.decode(os.pread(result_fd, size, 0))
-        except wire.WireError as exc:
-            out.reason = f"the job's result is malformed: {text.clean(str(exc))}"
-            return out
-        if isinstance(result, dict):  # its strings made inert here, where they enter the driver
-            out.result = text.clean_tree(result)
-            out.status = "ok" if result.get("ok") is True else "failed"
-        else:
-            out.reason = "the job's result is not an object"
-        return out
+        return outcome.read_result(out, os.pread(result_fd, size, 0), job)
 
     # ---- protocol ----------------------------------------------------------------------------
     def _send(self, msg: dict[str, Any]) -> None:

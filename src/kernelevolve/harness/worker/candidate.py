@@ -7,19 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelevolve.harness.protocol.messages import JobRequest
 from kernelevolve.harness.worker.context import JobContext
 from kernelevolve.harness.worker.errors_fmt import format_exception
 from kernelevolve.harness.worker.session import JobFailure, Session, flatten_outputs
 from kernelevolve.problem import Case, import_module
 
 
-def load_candidate(req: dict[str, Any], progress: JobContext):
+def load_candidate(req: JobRequest, progress: JobContext):
     progress.stage("load")
     from kernelevolve.plugins import get_language, get_platform
 
-    for name in get_platform(req["platform"]).languages:  # each counts its launches
+    for name in get_platform(req.platform).languages:  # each counts its launches
         get_language(name).install_guard()
-    path = req["candidate"]
+    path = req.params.candidate
     progress.contain()
     try:
         module = import_module(path, prefix="ke_candidate", wrap_errors=False)

@@ -30,6 +30,7 @@ import socket
 from typing import Any
 
 from kernelevolve.harness.protocol import frames
+from kernelevolve.harness.protocol.messages import JobRequest
 from kernelevolve.harness.worker.context import Containable
 
 
@@ -37,9 +38,9 @@ class RelayContext(Containable):
     """The JobContext interface (stage, build, contain) over the link to the coordinator,
     for the code shared with check jobs (`candidate.load_candidate`)."""
 
-    def __init__(self, sock: socket.socket, request: dict[str, Any]):
+    def __init__(self, sock: socket.socket, request: JobRequest):
         self.sock, self.request = sock, request
-        self.containment = request.get("containment", {})
+        self.containment = request.containment
         self.contained = False
 
     def stage(self, name: str) -> None:
@@ -63,7 +64,7 @@ ROLES = ("candidate", "reference")
 _PR_SET_DUMPABLE = 4
 
 
-def spawn(request: dict[str, Any], role: str) -> tuple[int, socket.socket]:
+def spawn(request: JobRequest, role: str) -> tuple[int, socket.socket]:
     """Fork one timed process; returns its pid and the coordinator's end of its socket."""
     if role not in ROLES:
         raise ValueError(f"unknown timed process {role!r}")
@@ -76,7 +77,7 @@ def spawn(request: dict[str, Any], role: str) -> tuple[int, socket.socket]:
     return pid, mine
 
 
-def _main(request: dict[str, Any], sock: socket.socket, role: str) -> None:
+def _main(request: JobRequest, sock: socket.socket, role: str) -> None:
     """A timed process's whole life; never returns."""
     from kernelevolve.harness.worker.context import close_other_fds
 
@@ -105,17 +106,17 @@ def _serve(request: dict[str, Any], sock: socket.socket) -> None:
         models = {}
         for case in session.cases:
             ctx.stage("load")
-            models[case.name] = candidate.build_candidate(session, module, case, request["candidate"])
+            models[case.name] = candidate.build_candidate(session, module, case, request.params.candidate)
     except JobFailure as exc:
         frames.send_frame(sock, {"failed": {"stage": exc.stage, "reason": exc.reason}})
         return
     cpp.stop_counting()  # this process only times: no launch count is read here
     frames.send_frame(sock, {"ready": True})
     _command_loop(sock, session, {(name, "ref"): m for name, m in models.items()},
-                  request["candidate"])
+                  request.params.candidate)
 
 
-def _serve_reference(request: dict[str, Any], sock: socket.socket) -> None:
+def _serve_reference(request: JobRequest, sock: socket.socket) -> None:
     """The reference's process: the problem's Model (and torch.compile of it) per case."""
     import ctypes
 
@@ -129,7 +130,7 @@ def _serve_reference(request: dict[str, Any], sock: socket.socket) -> None:
     session = Session(request)
     models = {(c.name, "ref"): session.build(session.module.Model, c) for c in session.cases}
     compile_error = None
-    if request.get("baseline") == "compile":
+    if request.params.baseline == "compile":
         try:
             for case in session.cases:
                 fn = torch.compile(models[(case.name, "ref")])
@@ -140,7 +141,7 @@ def _serve_reference(request: dict[str, Any], sock: socket.socket) -> None:
             models = {k: m for k, m in models.items() if k[1] == "ref"}
             compile_error = f"torch.compile failed: {type(exc).__name__}: {exc}"
     frames.send_frame(sock, {"ready": True, "compile_error": compile_error})
-    _command_loop(sock, session, models, request["problem"], reference=True)
+    _command_loop(sock, session, models, request.params.problem, reference=True)
 
 
 def _command_loop(sock: socket.socket, session, models: dict[tuple[str, str], Any], path: str,

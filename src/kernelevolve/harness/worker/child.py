@@ -21,6 +21,7 @@ import socket
 import sys
 from typing import Any
 
+from kernelevolve.harness.protocol.messages import JobRequest
 from kernelevolve.harness.worker.context import JobContext, close_other_fds
 
 _PR_SET_PDEATHSIG = 1
@@ -63,7 +64,7 @@ def apply_limits(limits: dict[str, Any]) -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(size), int(size)))
 
 
-def _job_folders(req: dict[str, Any], containment: dict[str, Any]) -> str:
+def _job_folders(line: dict[str, Any], req: JobRequest) -> str:
     """Where the job may write (Landlock) and its temporary files go. A job whose candidate
     compiles in its own process (the jit profile) gets only its own folder, which the server
     made for it and removes after it, and its compilers' caches live there too; other jobs may
@@ -71,24 +72,25 @@ def _job_folders(req: dict[str, Any], containment: dict[str, Any]) -> str:
     as compiling the torch.compile baseline; candidate code itself cannot write at all)."""
     import tempfile
 
-    scratch = req.get("scratch") or req["dir"]
-    own = req.get("job_scratch") or scratch
-    writable = own if containment.get("profile") == "jit" else scratch
+    scratch = line.get("scratch") or line["dir"]
+    own = line.get("job_scratch") or scratch
+    jit = req.containment.profile == "jit"
+    writable = own if jit else scratch
     os.environ["TMPDIR"] = own
     tempfile.tempdir = None  # the server's Python may have looked it up already
-    if containment.get("profile") == "jit":
+    if jit:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(own, "inductor")
         from kernelevolve.plugins import cache_env, get_platform
 
-        for var, sub in cache_env(get_platform(req["platform"])).items():
+        for var, sub in cache_env(get_platform(req.platform)).items():
             os.environ[var] = os.path.join(own, sub)
     return writable
 
 
-def run(req: dict[str, Any], ctl: socket.socket, out_fd: int, err_fd: int,
+def run(line: dict[str, Any], ctl: socket.socket, out_fd: int, err_fd: int,
         result_fd: int) -> None:
-    """The child's whole life; never returns. `req`: the server's job line (dir, limits,
-    scratch, containment); the job's own parameters are in `dir/request.json`."""
+    """The child's whole life; never returns. `line`: the server's job line (dir, limits,
+    scratch); the job's request (harness/protocol/messages.py) is in `dir/request.json`."""
     code = 70
     try:
         os.setpgid(0, 0)
@@ -100,22 +102,22 @@ def run(req: dict[str, Any], ctl: socket.socket, out_fd: int, err_fd: int,
         close_other_fds({ctl.fileno(), result_fd})
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
-        os.chdir(req["dir"])
+        os.chdir(line["dir"])
         import json
 
         with open("request.json") as fh:
-            req = {**json.load(fh), **req}
-        containment = req.get("containment", {})
-        writable = _job_folders(req, containment)
-        apply_limits(req.get("limits", {}))
-        if containment.get("landlock", True):
+            req = JobRequest.from_wire(json.load(fh))
+        containment = req.containment
+        writable = _job_folders(line, req)
+        apply_limits(line.get("limits", {}))
+        if containment.landlock:
             from kernelevolve.harness.containment import landlock
 
             # /dev/null: subprocesses of a jit job's compilers write their noise there
             landlock.restrict_self(landlock.Restriction(
                 writable=(writable,),
-                devices=("/dev/null", *containment.get("devices", [])),
-                readable=tuple(containment.get("readable", ()))))
+                devices=("/dev/null", *containment.devices),
+                readable=containment.readable))
         from kernelevolve.harness.worker import jobs
 
         jobs.main(JobContext(req, ctl, result_fd))

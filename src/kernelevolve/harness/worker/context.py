@@ -9,6 +9,7 @@ import socket
 from typing import Any
 
 from kernelevolve.harness.protocol import frames
+from kernelevolve.harness.protocol.messages import JobRequest
 
 
 def close_other_fds(keep: set[int]) -> None:
@@ -26,13 +27,12 @@ class Containable:
 
     def contain(self) -> None:
         """The syscall filter, on every thread, before candidate code runs."""
-        if self.contained or not self.containment.get("seccomp", True):
+        if self.contained or not self.containment.seccomp:
             self.contained = True
             return
         from kernelevolve.harness.containment import seccomp
 
-        listener = seccomp.install(seccomp.PROFILES.get(self.containment.get("profile"),
-                                                        seccomp.STRICT))
+        listener = seccomp.install(seccomp.PROFILES.get(self.containment.profile, seccomp.STRICT))
         if listener is not None:
             self.hand_over_listener(listener)
         self.contained = True
@@ -42,10 +42,10 @@ class JobContext(Containable):
     """What a job gets from its child: the request, stage reports, the build service, the
     containment step and the result file."""
 
-    def __init__(self, request: dict[str, Any], ctl: socket.socket, result_fd: int):
+    def __init__(self, request: JobRequest, ctl: socket.socket, result_fd: int):
         self.request, self.ctl, self.result_fd = request, ctl, result_fd
-        self.timeouts = request.get("stage_timeouts", {})
-        self.containment = request.get("containment", {})
+        self.timeouts = request.stage_timeouts
+        self.containment = request.containment
         self.contained = False
 
     def stage(self, name: str) -> None:

@@ -17,32 +17,36 @@ from __future__ import annotations
 from typing import Any
 
 from kernelevolve.harness.protocol import codec as wire
+from kernelevolve.harness.protocol.messages import JobRequest
+from kernelevolve.harness.protocol.replies import (CheckCase, CheckReply, Failed,
+                                                   FingerprintReply, MachineReply, ReferenceCase,
+                                                   ReferenceReply)
 from kernelevolve.harness.worker import candidate
 from kernelevolve.harness.worker.context import JobContext
 from kernelevolve.harness.worker.session import JobFailure, Session, digest, flatten_outputs
 
 
 # ---------------------------------------------------------------------------------------------
-def job_fingerprint(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
+def job_fingerprint(req: JobRequest, progress: JobContext) -> FingerprintReply:
     from kernelevolve.plugins import get_platform
 
-    platform = get_platform(req["platform"])
-    platform.setup_worker(int(req["threads"]))
+    platform = get_platform(req.platform)
+    platform.setup_worker(req.threads)
     from kernelevolve.plugins import fingerprint
 
-    return {"ok": True, "fingerprint": fingerprint(req["platform"], int(req["threads"]))}
+    return FingerprintReply(fingerprint(req.platform, req.threads))
 
 
-def job_machine(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
+def job_machine(req: JobRequest, progress: JobContext) -> MachineReply:
     """Memory bandwidth and peak FLOP/s, measured here (the pool caches them per machine)."""
     from kernelevolve.plugins import get_platform
 
-    platform = get_platform(req["platform"])
-    platform.setup_worker(int(req["threads"]))
-    return {"ok": True, "machine": platform.measure_machine(int(req["threads"]))}
+    platform = get_platform(req.platform)
+    platform.setup_worker(req.threads)
+    return MachineReply(platform.measure_machine(req.threads))
 
 
-def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
+def job_reference(req: JobRequest, progress: JobContext) -> ReferenceReply:
     """Reference outputs (and the ATen compute ops the reference dispatches) per case."""
     import torch
 
@@ -50,14 +54,14 @@ def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
 
     progress.stage("problem")
     session = Session(req)
-    result: dict[str, Any] = {}
-    held_out = {c["name"] for c in req["cases"] if c.get("held_out")}
+    result: dict[str, ReferenceCase] = {}
+    held_out = {c.name for c in req.params.cases if c.held_out}
     for case in session.cases:
         try:
             model = session.build(session.module.Model, case)
             outputs, digests, noise, recorder = [], [], [], OpRecorder()
             with torch.no_grad():
-                for i, seed in enumerate(req["seeds"][case.name]):
+                for i, seed in enumerate(req.params.seeds[case.name]):
                     inputs = session.inputs(case, seed)
                     digests.append(digest(inputs))
                     if i == 0:
@@ -73,19 +77,20 @@ def job_reference(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
             session.platform.synchronize()        # stay what they would have been
         except Exception as exc:  # noqa: BLE001 - a broken reference is the problem's fault
             if case.name in held_out:  # a derived shape the problem does not support: drop it
-                result[case.name] = {"skipped": f"{type(exc).__name__}: {exc}"}
+                result[case.name] = ReferenceCase(skipped=f"{type(exc).__name__}: {exc}")
                 continue
             why = exc.reason if isinstance(exc, JobFailure) else f"{type(exc).__name__}: {exc}"
             raise JobFailure("problem", f"the reference raised on case {case.name!r}: {why}") from None
-        result[case.name] = {"outputs": outputs, "digests": digests, "noise": noise,
-                             "ops": recorder.compute_ops(), "decomposed_ops": decomposed,
-                             "cost": cost}
-    return {"ok": True, "cases": result}
+        result[case.name] = ReferenceCase(
+            outputs=tuple(map(tuple, outputs)), digests=tuple(digests),
+            noise=tuple(map(tuple, noise)), ops=tuple(recorder.compute_ops()),
+            decomposed_ops=tuple(decomposed), cost=cost)
+    return ReferenceReply(result)
 
 
-def _cost(req: dict[str, Any], model: Any, inputs: list[Any], out: Any) -> dict[str, Any] | None:
+def _cost(req: JobRequest, model: Any, inputs: list[Any], out: Any) -> dict[str, Any] | None:
     """Bytes and FLOPs of one reference forward (harness/protocol/roofline.py), when the driver asks."""
-    if not req.get("count_cost"):
+    if not req.params.count_cost:
         return None
     from kernelevolve.harness.protocol.roofline import reference_cost
 
@@ -156,7 +161,7 @@ def _probed_forward(model, inputs, case, trial, path, session, snapshot) -> dict
     return {"outputs": outputs, "launches": counts, "ops": recorder.compute_ops()}
 
 
-def job_check(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
+def job_check(req: JobRequest, progress: JobContext) -> CheckReply:
     """Candidate outputs on the trial seeds, each forward run twice, under the probes."""
     from kernelevolve.harness.worker.probe import Snapshot, native_threads, warm_thread_pools
     from kernelevolve.runtime import launches
@@ -164,17 +169,19 @@ def job_check(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
 
     progress.stage("problem")
     session = Session(req)
-    prepared = {c.name: [session.inputs(c, s) for s in req["seeds"][c.name]] for c in session.cases}
-    neuter = {c.name: session.inputs(c, req["neuter_seeds"][c.name]) for c in session.cases}
+    params = req.params
+    prepared = {c.name: [session.inputs(c, s) for s in params.seeds[c.name]]
+                for c in session.cases}
+    neuter = {c.name: session.inputs(c, params.neuter_seeds[c.name]) for c in session.cases}
     digests = {name: [digest(x) for x in sets] for name, sets in prepared.items()}
-    warm_thread_pools(req.get("helpers", {}))
+    warm_thread_pools(req.helpers)
     harness_libraries = set(loaded_libraries())
     snapshot = Snapshot(session.module)
     snapshot.threads = native_threads()
     module = candidate.load_candidate(req, progress)
     candidate.guard(snapshot, "at import")
-    path = req["candidate"]
-    result: dict[str, Any] = {}
+    path = params.candidate
+    result: dict[str, CheckCase] = {}
     for case in session.cases:
         progress.stage("load")
         model = candidate.build_candidate(session, module, case, path)
@@ -193,22 +200,24 @@ def job_check(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
             neutered = {"outputs": out}
         except JobFailure as exc:
             neutered = {"error": exc.reason.splitlines()[0]}
-        result[case.name] = {"outputs": [r["outputs"] for r in runs], "repeats": repeats,
-                             "launches": [r["launches"] for r in runs],
-                             "ops": sorted(set().union(*(r["ops"] for r in runs))),
-                             "digests": digests[case.name], "neutered": neutered,
-                             "neuter_digest": digest(neuter[case.name])}
+        result[case.name] = CheckCase(
+            outputs=tuple(tuple(r["outputs"]) for r in runs), repeats=tuple(map(tuple, repeats)),
+            launches=tuple(dict(r["launches"]) for r in runs),
+            ops=tuple(sorted(set().union(*(r["ops"] for r in runs)))),
+            digests=tuple(digests[case.name]), neutered=neutered,
+            neuter_digest=digest(neuter[case.name]))
     libraries = [p for p in loaded_libraries() if p not in harness_libraries]
-    return {"ok": True, "cases": result, "libraries": libraries}
+    return CheckReply(result, tuple(libraries))
 
 
-def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
-    """CPU: timed from outside the candidate's process (harness/worker/measure.py). Devices: in this
-    process, with the platform's event timer (harness/worker/measure_inprocess.py): the outside
-    protocol is not built for GPUs yet."""
+def job_measure(req: JobRequest, progress: JobContext) -> Any:
+    """As the platform declares (`Platform.measurement`): "outside" the candidate's process
+    (harness/worker/measure.py; the CPU), or "inprocess" with the platform's timer
+    (harness/worker/measure_inprocess.py; devices: the outside protocol is not built for them)."""
     from kernelevolve.plugins import get_platform
 
-    if get_platform(req["platform"]).device == "cpu" and req.get("measurement") != "inprocess":
+    outside = get_platform(req.platform).measurement == "outside"
+    if outside and req.params.measurement != "inprocess":
         from kernelevolve.harness.worker.measure import job_measure as outside
 
         return outside(req, progress)
@@ -227,9 +236,10 @@ def main(ctx: JobContext) -> None:
     cpp.set_build_service(ctx.build)  # no compiler may run in a job; the driver builds
     req = ctx.request
     try:
-        result = JOBS[req["job"]](req, ctx)
+        reply = JOBS[req.job](req, ctx)
     except JobFailure as exc:
-        result = {"ok": False, "stage": exc.stage, "reason": exc.reason, **exc.extra}
+        case = exc.extra.get("case")
+        reply = Failed(exc.stage, exc.reason, case if isinstance(case, str) else None)
     except Exception as exc:  # noqa: BLE001 - e.g. the problem module failed to import here
-        result = {"ok": False, "stage": "problem", "reason": f"{type(exc).__name__}: {exc}"}
-    ctx.write_result(wire.encode(result))
+        reply = Failed("problem", f"{type(exc).__name__}: {exc}")
+    ctx.write_result(wire.encode(reply.to_wire()))

@@ -50,6 +50,8 @@ from kernelevolve.harness.worker.side_cpu import SideAccount, SideCPU
 from kernelevolve.harness.protocol.tensor_bytes import itemsize
 from kernelevolve.harness.worker.timed_link import TimedProcess, threads
 from kernelevolve.harness.protocol.timing import TimingPolicy
+from kernelevolve.harness.protocol.messages import JobRequest
+from kernelevolve.harness.protocol.replies import MeasureCase, MeasureReply
 
 BATCH_S = 0.0025           # the faster side's batch lasts this: long enough that the round
                            # trip (~0.04-0.25 ms here, paid by both sides) is small, short enough
@@ -63,7 +65,7 @@ REF_PERF_UNAVAILABLE = ("perf: the reference process is not dumpable (so that th
                         "cannot read it), so its counters cannot be attached from outside")
 
 
-def job_measure(req: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+def job_measure(req: JobRequest, ctx: JobContext) -> MeasureReply:
     ctx.stage("problem")
     # Orphans of the candidate's side are re-parented here, not to the server: they stay in
     # this process's subtree, where they are counted (harness/worker/side_cpu.py).
@@ -83,16 +85,16 @@ def job_measure(req: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
         ref.close()
 
 
-def _measure(req: dict[str, Any], ctx: JobContext, cand: "TimedProcess",
-             ref: "TimedProcess") -> dict[str, Any]:
+def _measure(req: JobRequest, ctx: JobContext, cand: "TimedProcess",
+             ref: "TimedProcess") -> MeasureReply:
     session = Session(req)
-    policy = TimingPolicy(**req["timing"])
-    if req.get("baseline") == "compile":
+    policy = req.params.timing_policy()
+    if req.params.baseline == "compile":
         ctx.stage("compile")
     ready = ref.wait_ready()
     compile_error = ready.get("compile_error") if isinstance(ready.get("compile_error"),
                                                             str) else None
-    baseline = req.get("baseline") == "compile" and compile_error is None
+    baseline = req.params.baseline == "compile" and compile_error is None
     cand.relay_load(ctx)
     side = SideCPU(cand.pid, ref.pid)
     try:
@@ -102,11 +104,11 @@ def _measure(req: dict[str, Any], ctx: JobContext, cand: "TimedProcess",
         result = {}
         for case in session.cases:
             ctx.stage("timing")
-            result[case.name] = CaseTiming(session, case, ref, baseline, cand, policy,
-                                           side, ctx).run()
+            result[case.name] = MeasureCase.from_wire(
+                CaseTiming(session, case, ref, baseline, cand, policy, side, ctx).run())
     finally:
         side.close()
-    return {"ok": True, "protocol": "outside", "cases": result, "compile_error": compile_error}
+    return MeasureReply(result, protocol="outside", compile_error=compile_error)
 
 
 def _seed() -> int:

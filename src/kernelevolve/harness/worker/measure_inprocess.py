@@ -17,7 +17,9 @@ from kernelevolve.harness.worker.context import JobContext
 from kernelevolve.harness.worker.errors_fmt import format_exception
 from kernelevolve.harness.worker import candidate
 from kernelevolve.harness.worker.session import JobFailure, Session, digest
-from kernelevolve.harness.protocol.timing import TimingPolicy, interleaved
+from kernelevolve.harness.protocol.messages import JobRequest
+from kernelevolve.harness.protocol.replies import MeasureCase, MeasureReply
+from kernelevolve.harness.protocol.timing import interleaved
 from kernelevolve.runtime import cpp
 
 
@@ -33,17 +35,17 @@ def _refill(targets: list[Any], values: list[Any]) -> None:
                 targets[i] = src
 
 
-def _references_and_inputs(session: Session, req: dict[str, Any]) -> tuple[dict, dict, dict]:
+def _references_and_inputs(session: Session, req: JobRequest) -> tuple[dict, dict, dict]:
     """Per case: the reference model, its timing input sets and its fresh re-check inputs."""
     refs, sets, fresh = {}, {}, {}
     for case in session.cases:
         refs[case.name] = session.build(session.module.Model, case)
-        sets[case.name] = [session.inputs(case, s) for s in req["timing_seeds"][case.name]]
-        fresh[case.name] = [session.inputs(case, s) for s in req["seeds"][case.name]]
+        sets[case.name] = [session.inputs(case, s) for s in req.params.timing_seeds[case.name]]
+        fresh[case.name] = [session.inputs(case, s) for s in req.params.seeds[case.name]]
     return refs, sets, fresh
 
 
-def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
+def job_measure(req: JobRequest, progress: JobContext) -> MeasureReply:
     import time
 
     import torch
@@ -53,19 +55,19 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
     clock = time.perf_counter  # bound before candidate code exists
     progress.stage("problem")
     session = Session(req)
-    policy = TimingPolicy(**req["timing"])
+    policy = req.params.timing_policy()
     timer = session.platform.make_timer()
     refs, sets, fresh = _references_and_inputs(session, req)
     compiled, compile_error = {}, None
-    if req.get("baseline") == "compile":
+    if req.params.baseline == "compile":
         progress.stage("compile")
         compiled, compile_error = _compile_baselines(session, refs, sets)
-    warm_thread_pools(req.get("helpers", {}))
+    warm_thread_pools(req.helpers)
     snapshot = Snapshot(session.module, models=list(refs.values()) + list(compiled.values()))
     snapshot.threads = native_threads()
     module = candidate.load_candidate(req, progress)
     candidate.guard(snapshot, "at import")
-    path = req["candidate"]
+    path = req.params.candidate
     cands = {}
     for case in session.cases:
         progress.stage("load")
@@ -96,10 +98,11 @@ def job_measure(req: dict[str, Any], progress: JobContext) -> dict[str, Any]:
                              "loop_s": loop_s, "profile_unavailable": INPROCESS_NO_PROFILE,
                              **_recheck_on_timed(session, case, cands[case.name], sets, fresh,
                                                  path)}
-        if session.platform.device != "cpu" and device_profile_on():
+        if session.platform.profile_kinds and device_profile_on():
             result[case.name]["profile"] = _device_profiles(
                 session.platform, fns, sets[case.name][0])
-    return {"ok": True, "cases": result, "compile_error": compile_error}
+    return MeasureReply({name: MeasureCase.from_wire(data) for name, data in result.items()},
+                        protocol="inprocess", compile_error=compile_error)
 
 
 def _first_call(cand, args: list[Any], case, path: str, platform) -> None:
@@ -117,13 +120,13 @@ def _first_call(cand, args: list[Any], case, path: str, platform) -> None:
                          case=case.name) from None
 
 
-def _fresh_each_rep(session: Session, case, req: dict[str, Any]):
+def _fresh_each_rep(session: Session, case, req: JobRequest):
     """New values in the timed tensors before every repetition (outside the timed region): a
     result cache keyed by tensor version, pointer or content then never hits while timed, so
     the candidate is timed doing the work (bad_cache_version reached 48x for a 0.3x kernel
     when three input sets rotated unchanged). A pointer-keyed cache still hits, and the
     re-check on fresh values after timing rejects it."""
-    base = 104729 * (1 + max(req["timing_seeds"][case.name], default=0))
+    base = 104729 * (1 + max(req.params.timing_seeds[case.name], default=0))
 
     def refresh(rep: int, args: list[Any]) -> None:
         _refill(args, session.inputs(case, base + rep))

@@ -13,6 +13,7 @@ import hashlib
 import random
 from typing import Any
 
+from kernelevolve.harness.protocol.messages import JobRequest, RunJob
 from kernelevolve.problem import Case, CaseBinder, import_source
 
 
@@ -22,18 +23,19 @@ class JobFailure(Exception):
         self.stage, self.reason, self.extra = stage, reason, extra
 
 
-def seed_all(seed: int, device: str | None = None) -> None:
-    """Seed Python's, numpy's and torch's generators. With `device="cpu"`, while no accelerator
-    runtime has started in this process, only torch's CPU generator: `torch.manual_seed` also
-    queues a lazy seed for CUDA, XPU and MTIA, each recording a formatted stack trace (~1-2 ms
-    a call, dozens of calls per evaluation) for devices a CPU platform's worker cannot use.
-    Any other device, or a started runtime, gets `torch.manual_seed` itself."""
+def seed_all(seed: int, accelerator: bool = True) -> None:
+    """Seed Python's, numpy's and torch's generators. For a platform whose tensors live on no
+    torch accelerator (`Platform.torch_accelerator` False), while no accelerator runtime has
+    started in this process, only torch's CPU generator: `torch.manual_seed` also queues a lazy
+    seed for CUDA, XPU and MTIA, each recording a formatted stack trace (~1-2 ms a call, dozens
+    of calls per evaluation) for devices such a worker cannot use. An accelerator platform, or
+    a started runtime, gets `torch.manual_seed` itself."""
     import numpy as np
     import torch
 
     random.seed(seed)
     np.random.seed(seed % (2**32))
-    if device == "cpu" and not _accelerator_started(torch):
+    if not accelerator and not _accelerator_started(torch):
         torch.default_generator.manual_seed(seed)
     else:
         torch.manual_seed(seed)
@@ -51,21 +53,24 @@ def _accelerator_started(torch: Any) -> bool:
 class Session:
     """The problem module, loaded in this child, and seeded access to its inputs and models."""
 
-    def __init__(self, req: dict[str, Any]):
+    def __init__(self, req: JobRequest):
         from kernelevolve.plugins import get_platform
 
+        params = req.params
+        if not isinstance(params, RunJob):
+            raise TypeError(f"a {req.job} job imports no problem")
         self.req = req
-        self.platform = get_platform(req["platform"])
-        self.platform.setup_worker(int(req["threads"]))
-        self.problem_path = req["problem"]  # a bare name: the source came as text
-        self.module = import_source(req["problem_source"], self.problem_path)
-        self.cases = [Case(c["name"], c["weight"], c["bindings"]) for c in req["cases"]]
+        self.platform = get_platform(req.platform)
+        self.platform.setup_worker(req.threads)
+        self.problem_path = params.problem  # a bare name: the source came as text
+        self.module = import_source(params.problem_source, self.problem_path)
+        self.cases = [Case(c.name, c.weight, dict(c.bindings)) for c in params.cases]
         self.binder = CaseBinder(self.module, tuple(self.cases))
-        self.init_seed = int(req["init_seed"])
+        self.init_seed = params.init_seed
 
     def inputs(self, case: Case, seed: int) -> list[Any]:
         self.binder.bind(case)
-        seed_all(seed, self.platform.device)
+        seed_all(seed, self.platform.torch_accelerator)
         values = list(self.module.get_inputs())
         return [self._to_device(v) for v in values]
 
@@ -73,14 +78,14 @@ class Session:
         """`count` input sets from one seed: get_inputs() called again and again on one random
         stream (seeding costs more than a small problem's inputs)."""
         self.binder.bind(case)
-        seed_all(seed, self.platform.device)
+        seed_all(seed, self.platform.torch_accelerator)
         return [[self._to_device(v) for v in self.module.get_inputs()] for _ in range(count)]
 
     def build(self, cls: type, case: Case):
         self.binder.bind(case)
-        seed_all(self.init_seed, self.platform.device)
+        seed_all(self.init_seed, self.platform.torch_accelerator)
         init = list(self.module.get_init_inputs())
-        seed_all(self.init_seed + 1, self.platform.device)
+        seed_all(self.init_seed + 1, self.platform.torch_accelerator)
         model = cls(*init)
         if hasattr(model, "to"):
             model = model.to(self.platform.device)

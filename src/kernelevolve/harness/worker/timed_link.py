@@ -12,6 +12,7 @@ from typing import Any
 
 from kernelevolve.harness.protocol import frames
 from kernelevolve.harness.worker import link_faults
+from kernelevolve.harness.protocol.stages import CANDIDATE_STAGES
 from kernelevolve.harness.protocol.tensor_bytes import from_bytes
 from kernelevolve.harness.worker.context import JobContext
 from kernelevolve.harness.worker.session import JobFailure
@@ -299,7 +300,7 @@ _LIBC = None
 
 
 def _failure(failed: dict[str, Any], default_stage: str) -> JobFailure:
-    stage = failed.get("stage") if failed.get("stage") in ("load", "run", "timing") else \
+    stage = failed.get("stage") if failed.get("stage") in CANDIDATE_STAGES else \
         default_stage
     reason = failed.get("reason")
     return JobFailure(stage, reason[:20000] if isinstance(reason, str) and reason else
