@@ -18,6 +18,9 @@ PROBLEM = PROBLEMS / "tunable_scale.py"
 CANDIDATE = PROBLEMS / "tunable_scale_candidate.py"
 
 
+GPU = {"GPU": 1}  # what the cuda and rocm platforms declare (Platform.ray_resources)
+
+
 def nodes(*resources: tuple[int, int]) -> list[dict]:
     return [{"node_id": f"n{i}", "ip": "10.0.0.%d" % i, "CPU": cpu, "GPU": gpu}
             for i, (cpu, gpu) in enumerate(resources)]
@@ -27,33 +30,56 @@ def nodes(*resources: tuple[int, int]) -> list[dict]:
 
 def test_gpu_platforms_get_one_actor_per_gpu():
     cluster = nodes((16, 0), (64, 8), (64, 4))  # a CPU head and two GPU workers
-    assert plan_actors(cluster, gpu=True, workers=None, threads=None) == ActorPlan(
+    assert plan_actors(cluster, resources=GPU, workers=None, threads=None) == ActorPlan(
         12, num_cpus=1, num_gpus=1, threads=None)
-    assert plan_actors(cluster, gpu=True, workers=3, threads=None).count == 3
+    assert plan_actors(cluster, resources=GPU, workers=3, threads=None).count == 3
     with pytest.raises(UsageError, match=r"--workers 13: the Ray cluster has 12 GPU\(s\)"):
-        plan_actors(cluster, gpu=True, workers=13, threads=None)
+        plan_actors(cluster, resources=GPU, workers=13, threads=None)
     with pytest.raises(ExecutorError, match="no GPU.*ray start --address"):
-        plan_actors(nodes((16, 0)), gpu=True, workers=None, threads=None)
+        plan_actors(nodes((16, 0)), resources=GPU, workers=None, threads=None)
+
+
+def test_the_builtin_platforms_declare_their_ray_resources():
+    from kernelevolve.plugins import get_platform
+
+    assert get_platform("cpu").ray_resources == {}
+    assert get_platform("cuda").ray_resources == get_platform("rocm").ray_resources == GPU
+    plan = plan_actors(nodes((16, 0), (64, 2)), GPU, workers=None, threads=None)
+    assert plan.options(3) == {"num_cpus": 1, "num_gpus": 1, "max_restarts": 3}
+
+
+def test_a_device_ray_does_not_know_gets_one_actor_per_unit_of_its_own_resource():
+    cluster = nodes((16, 0), (64, 0), (64, 0))
+    cluster[1]["npu"], cluster[2]["npu"] = 4.0, 2.0
+    plan = plan_actors(cluster, {"npu": 1}, workers=None, threads=None)
+    assert plan == ActorPlan(6, num_cpus=1, num_gpus=0, threads=None, resources={"npu": 1})
+    assert plan.options(0) == {"num_cpus": 1, "num_gpus": 0, "max_restarts": 0,
+                               "resources": {"npu": 1}}
+    assert plan_actors(cluster, {"npu": 2}, workers=None, threads=None).count == 3
+    with pytest.raises(UsageError, match=r"--workers 7: the Ray cluster has 6 npu\(s\)"):
+        plan_actors(cluster, {"npu": 1}, workers=7, threads=None)
+    with pytest.raises(ExecutorError, match="no npu: start npu workers"):
+        plan_actors(nodes((16, 0)), {"npu": 1}, workers=None, threads=None)
 
 
 def test_cpu_clusters_default_to_one_actor_per_node_using_its_cpus():
     # The default matches a default local worker: all of a node's CPUs for one evaluation.
-    assert plan_actors(nodes((8, 0), (8, 0)), gpu=False, workers=None, threads=None) == \
+    assert plan_actors(nodes((8, 0), (8, 0)), resources={}, workers=None, threads=None) == \
         ActorPlan(2, num_cpus=8, num_gpus=0, threads=8)
     # --workers N shares the CPUs, as N local workers do (2 per actor here).
-    assert plan_actors(nodes((8, 0), (8, 0)), gpu=False, workers=8, threads=None) == \
+    assert plan_actors(nodes((8, 0), (8, 0)), resources={}, workers=8, threads=None) == \
         ActorPlan(8, num_cpus=2, num_gpus=0, threads=2)
     # An explicit thread count (KERNELEVOLVE_THREADS) sets the slot size.
-    assert plan_actors(nodes((8, 0), (4, 0)), gpu=False, workers=None, threads=4).count == 3
+    assert plan_actors(nodes((8, 0), (4, 0)), resources={}, workers=None, threads=4).count == 3
     with pytest.raises(UsageError, match=r"--workers 5: the Ray cluster's 4 CPU\(s\) hold 4"):
-        plan_actors(nodes((2, 0), (2, 0)), gpu=False, workers=5, threads=None)
+        plan_actors(nodes((2, 0), (2, 0)), resources={}, workers=5, threads=None)
     with pytest.raises(ExecutorError, match="no CPU"):
-        plan_actors(nodes((0, 1)), gpu=False, workers=None, threads=None)
+        plan_actors(nodes((0, 1)), resources={}, workers=None, threads=None)
 
 
 def test_planning_reads_the_thread_knob(monkeypatch):
     monkeypatch.setenv("KERNELEVOLVE_THREADS", "2")
-    assert plan_actors(nodes((8, 0)), gpu=False, workers=None) == ActorPlan(
+    assert plan_actors(nodes((8, 0)), resources={}, workers=None) == ActorPlan(
         4, num_cpus=2, num_gpus=0, threads=2)
 
 

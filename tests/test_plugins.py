@@ -198,7 +198,130 @@ def test_the_toy_language_reaches_the_prompt_the_allow_list_and_the_notes():
     assert data["violations"] == []                     # toykern is on the allow-list
     assert "toy" in data["tags"][0] and "toyl" in data["tags"][1]
     assert data["env"] == "1"
-    bare = probe({})  # without the plug-in there is no toyl language
+    bare = probe({})  # without the plug-in there is no toy platform (resolved first)
     assert bare.returncode != 0
-    assert "unknown language 'toyl'; registered languages: python, cpp, triton, cuda-cpp, " \
-        "hip" in bare.stderr
+    assert "unknown platform 'toy'; registered platforms: cpu, cuda, rocm" in bare.stderr
+
+
+# ---- a non-CPU device, and a language added to a built-in platform (issue 28) -------------------
+# tests/plugins/toy_device_pkg: the `toydev` accelerator (in-process timing with its own
+# synchronize, its own Ray resource and stream module) with its `toydl` language;
+# tests/plugins/toy_lang_pkg: the `toyc` language, declaring that it runs on the built-in `cpu`.
+TOY_DEVICE_ENV = {"PYTHONPATH": os.pathsep.join(
+    [str(HERE / "plugins" / "toy_device_pkg"), *TOY_ENV["PYTHONPATH"].split(os.pathsep)[1:]])}
+TOY_LANG_ENV = {"PYTHONPATH": os.pathsep.join(
+    [str(HERE / "plugins" / "toy_lang_pkg"), *TOY_ENV["PYTHONPATH"].split(os.pathsep)[1:]])}
+
+
+def _eval_json(tmp_path, candidate: str, platform: str, env: dict) -> dict:
+    out = tmp_path / "result.json"
+    proc = run_cli("eval", str(RELU), str(HERE / "plugins" / candidate), "--platform", platform,
+                   "--seed", "1", "--json", str(out), env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_eval_on_a_toy_accelerator_times_in_process_with_its_own_synchronize(tmp_path):
+    result = _eval_json(tmp_path, "toydl_relu.py", "toydev", TOY_DEVICE_ENV)
+    assert result["accepted"] and result["language"] == "toydl"
+    assert result["speedup"] is not None
+    # measured by the in-process protocol (Platform.measurement), not from outside
+    assert result["integrity"]["profile_unavailable"].startswith("in-process timing")
+    assert {k: result["fingerprint"][k] for k in ("platform", "toydev_firmware", "toydev")} == \
+        {"platform": "toydev", "toydev_firmware": "2.0", "toydev": "0.1"}
+    assert all(run == {"toydev": 1} for run in result["integrity"]["launches"]["default"])
+
+
+@pytest.mark.slow
+def test_a_language_added_to_the_cpu_platform_is_evaluated_there(tmp_path):
+    result = _eval_json(tmp_path, "toyc_relu.py", "cpu", TOY_LANG_ENV)
+    assert result["accepted"] and result["language"] == "toyc"
+    assert result["speedup"] is not None  # Language.timed: the cpu platform measures it
+    assert result["integrity"].get("profile_unavailable") is None  # timed from outside
+    assert result["fingerprint"]["toycpu"] == "0.3"
+    assert all(run == {"toycpu": 1} for run in result["integrity"]["launches"]["default"])
+
+
+DEVICE_PROBE = """
+import ast, json, sys
+from types import SimpleNamespace
+from kernelevolve.executors.ray_executor import actor_plan
+from kernelevolve.harness.gates.static_rules import find_violations
+from kernelevolve.operators.prompt import TIMING, PromptBuilder
+from kernelevolve.target import resolve
+target = resolve("toydev", "toydl")
+node = {"Alive": True, "NodeID": "n1", "NodeManagerAddress": "10.0.0.1",
+        "Resources": {"CPU": 16.0, "toydev": 2.0, "node:10.0.0.1": 1.0}}
+ray = SimpleNamespace(nodes=lambda: [node, {**node, "NodeID": "n2", "Resources": {"CPU": 8.0}}])
+plan = actor_plan(ray, "toydev", None, None)
+src = "import toydev\\ns = toydev.Stream()\\n"
+target_text = PromptBuilder(sys.argv[1], target, "toydl")._target(SimpleNamespace(fingerprint={}))
+print(json.dumps({
+    "device": target.device, "language": target.language_name,
+    "measurement": target.platform.measurement, "options": plan.options(2),
+    "count": plan.count, "violations": find_violations(ast.parse(src), src, "c.py"),
+    "outside_note": TIMING in target_text,
+    "cpu": list(resolve("cpu").platform.languages),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_the_toy_accelerator_declares_its_resource_stream_and_timing():
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, "-c", DEVICE_PROBE, str(RELU)], capture_output=True,
+                         text=True, env={**os.environ, **TOY_DEVICE_ENV}, timeout=120)
+    assert got.returncode == 0, got.stderr
+    data = json.loads(got.stdout)
+    assert data["device"] == "cpu" and data["language"] == "toydl"  # tensors in host memory
+    assert data["measurement"] == "inprocess"
+    # the Ray executor asks for one unit of the device's own resource per actor, no GPU
+    assert data["options"] == {"num_cpus": 1, "num_gpus": 0, "max_restarts": 2,
+                               "resources": {"toydev": 1}}
+    assert data["count"] == 2  # two toydev units in the cluster
+    assert "toydev.Stream is not allowed: device streams hide work" in \
+        json.dumps(data["violations"])
+    assert data["outside_note"] is False  # the outside-timing note is the cpu platform's
+    assert data["cpu"] == ["cpp", "triton", "python"]  # toydev adds no language to cpu
+
+
+@pytest.mark.slow
+def test_targets_shows_the_declared_properties_and_the_joined_language():
+    both = os.pathsep.join([str(HERE / "plugins" / "toy_device_pkg"),
+                            TOY_LANG_ENV["PYTHONPATH"]])
+    proc = run_cli("targets", "--json", env={"PYTHONPATH": both})
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    rows = {r["name"]: r for r in found["platforms"]}
+    assert rows["cpu"]["languages"] == ["cpp", "triton", "python", "toyc"]
+    assert rows["cpu"]["measured"] == ["cpp", "python", "toyc"]
+    assert {n: (rows[n]["measurement"], rows[n]["ray_resources"]) for n in rows} == {
+        "cpu": ("outside", {}), "cuda": ("inprocess", {"GPU": 1}),
+        "rocm": ("inprocess", {"GPU": 1}), "toydev": ("inprocess", {"toydev": 1})}
+    langs = {r["name"]: r for r in found["languages"]}
+    assert langs["toyc"]["platforms"] == ["cpu"] and langs["toydl"]["platforms"] == []
+
+
+def test_a_language_declaring_a_platform_joins_its_languages(monkeypatch):
+    from kernelevolve.languages.base import Language
+
+    class Extra(Language):
+        name = "extra"
+        platforms = ("cpu",)
+        timed = False
+
+    monkeypatch.setattr(plugins, "languages", lambda: [Extra()])  # as if registered
+    plugins.get_platform.cache_clear()
+    try:
+        plat = plugins.get_platform("cpu")
+        assert plat.languages == ("cpp", "triton", "python", "extra")
+        assert "extra" not in plat.measured_languages  # declared untimed
+        with pytest.raises(PlatformError, match=r"^language 'hip' does not run on the cpu "
+                                                r"platform; it runs cpp, triton, python, extra"):
+            from kernelevolve.target import resolve
+            resolve("cpu", "hip")
+    finally:
+        plugins.get_platform.cache_clear()

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from kernelevolve.cli_errors import BUG_EXIT, _internal_error, _user_errors, err_console  # noqa: F401
 from kernelevolve.cli_options import (  # noqa: F401
+    HELP_SETTINGS,
     ALLOW_NO_KERNEL_OPT, STRICT_OPT, STAGE_TIMEOUT_OPT, QUIET_OPT,
     JSON_LINES_OPT, EVAL_PROBLEM, EVAL_CANDIDATE, EVAL_PLATFORM,
     EVAL_JSON_PATH, EVAL_TRIALS, EVAL_SEED, EVAL_BASELINE,
@@ -23,9 +24,8 @@ from kernelevolve.cli_options import (  # noqa: F401
     OPT_SEED, OPT_LLM, OPT_LLM_BASE_URL, OPT_LLM_API_KEY_ENV,
     OPT_LLM_TIMEOUT, OPT_LLM_MAX_FAILURES, OPT_AGENT, OPT_AGENT_TURNS, OPT_LANGUAGE,
     OPT_NOTES, OPT_JSON_PATH)
+from kernelevolve.cli_views import best_cmd, report_cmd, runs_app, show_cmd
 from kernelevolve.errors import KernelevolveError
-
-HELP_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
 def _plain_arguments() -> None:
@@ -115,7 +115,9 @@ def eval_cmd(
 
         limits = Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
         with err_console.status("starting sandboxed worker") as status:
-            with Evaluator(platform, options=options, sandbox_mode=sandbox,
+            from kernelevolve.target import resolve
+
+            with Evaluator(resolve(platform), options=options, sandbox_mode=sandbox,
                            limits=limits) as evaluator:
                 result = evaluator.evaluate(prob, cand,
                                             progress=lambda msg: status.update(msg))
@@ -243,11 +245,12 @@ def synth_cmd(problem: Path = typer.Argument(..., metavar="PROBLEM",
 
     with _user_errors():
         load_problem(problem)  # one-line errors for bad problem files
-        from kernelevolve.synth.api import LANGUAGES
+        from kernelevolve.synth.api import languages
 
-        language = language or LANGUAGES[0]
-        if language not in LANGUAGES:
-            raise KernelevolveError(f"--language {language!r}: choose {' or '.join(LANGUAGES)}")
+        written = languages()
+        language = language or written[0]
+        if language not in written:
+            raise KernelevolveError(f"--language {language!r}: choose {' or '.join(written)}")
         if explain or out is None:
             print(explain_problem(str(problem)))
         if out is not None:
@@ -285,87 +288,10 @@ def targets_cmd(as_json: bool = typer.Option(False, "--json", help="JSON instead
         print(f"  {row['name']:<10} {row.get('error') or row['summary']} ({row['source']})")
 
 
-runs_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                       context_settings=HELP_SETTINGS, rich_markup_mode=None,
-                       help="List the runs in the workspace, or delete some (`runs rm`).")
-app.add_typer(runs_app, name="runs")
-
-
-@runs_app.callback(invoke_without_command=True)
-def runs_cmd(ctx: typer.Context, workspace: Path = WORKSPACE_OPT,
-             as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table.")) -> None:
-    """List the runs in the workspace, one line each."""
-    from kernelevolve.report.runs import print_runs
-
-    if ctx.invoked_subcommand is not None:
-        return
-    with _user_errors():
-        print_runs(workspace, as_json)
-
-
-@runs_app.command("rm")
-def runs_rm_cmd(run_ids: Optional[list[str]] = typer.Argument(
-                    None, metavar="[ID]...", help="Run ids (or unique prefixes) to delete."),
-                status: Optional[str] = typer.Option(
-                    None, "--status", metavar="STATUS",
-                    help="Also delete every run with this status: interrupted, failed, running "
-                         "or completed."),
-                workspace: Path = WORKSPACE_OPT) -> None:
-    """Delete runs: their nodes, evaluations, events, stored objects no other run uses, and
-    their folder under runs/."""
-    from kernelevolve.report.runs import delete_runs
-
-    with _user_errors():
-        delete_runs(workspace, list(run_ids or []), status)
-
-
-@app.command("show")
-def show_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
-             workspace: Path = WORKSPACE_OPT,
-             as_json: bool = typer.Option(False, "--json", help="The full summary as JSON.")) -> None:
-    """Outcome, best node, funnel and timings of a run."""
-    from kernelevolve.report.runs import print_summary
-    from kernelevolve.report.summary import run_summary
-    from kernelevolve.run import Run
-
-    with _user_errors():
-        summary = run_summary(Run.load(run_id, workspace))
-        if as_json:
-            print(summary.to_json())
-        else:
-            print_summary(summary, Console())
-
-
-@app.command("best")
-def best_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
-             out: Path = typer.Option(..., "--out", metavar="PATH",
-                                      help="Where to write the best candidate."),
-             workspace: Path = WORKSPACE_OPT) -> None:
-    """Write the run's best candidate module to a file."""
-    from kernelevolve.report.summary import run_summary
-    from kernelevolve.run import Run
-
-    with _user_errors():
-        summary = run_summary(Run.load(run_id, workspace))
-        if summary.best_source is None:
-            raise KernelevolveError(f"run {summary.run_id} has no accepted candidate yet")
-        out.write_text(summary.best_source)
-        print(f"wrote node {summary.best['node_id']} to {out}")
-
-
-@app.command("report")
-def report_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
-               html: Path = typer.Option(..., "--html", metavar="PATH",
-                                         help="Where to write the HTML report."),
-               workspace: Path = WORKSPACE_OPT) -> None:
-    """Write a self-contained HTML report: search tree, fitness trajectory, funnel, best kernel."""
-    from kernelevolve.report.html import write_html
-    from kernelevolve.report.summary import run_summary
-    from kernelevolve.run import Run
-
-    with _user_errors():
-        write_html(run_summary(Run.load(run_id, workspace)), html)
-        print(f"wrote {html}")
+app.add_typer(runs_app, name="runs")  # the run-reading commands: cli_views.py
+app.command("show")(show_cmd)
+app.command("best")(best_cmd)
+app.command("report")(report_cmd)
 
 
 def _register_subapps() -> None:

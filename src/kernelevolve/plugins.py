@@ -69,7 +69,16 @@ def _load(group: str, name: str, base: type, what: str) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def get_platform(name: str) -> Platform:
-    return _load(PLATFORM_GROUP, name, Platform, "platform")
+    """The platform, its languages extended by every registered language that declares it
+    (`Language.platforms`): a language joins a built-in platform without editing it."""
+    plat = _load(PLATFORM_GROUP, name, Platform, "platform")
+    added = [lang for lang in languages() if name in lang.platforms
+             and lang.name not in plat.languages]
+    if added:
+        plat.languages = (*plat.languages, *(lang.name for lang in added))
+        plat.measured_languages = (*plat.measured_languages,
+                                   *(lang.name for lang in added if lang.timed))
+    return plat
 
 
 @functools.lru_cache(maxsize=None)
@@ -118,6 +127,12 @@ def detect_language(tree: Any, platform: str) -> str:
                 return lang.name
     fallback = [lang for lang in runs if lang.priority <= 0 and lang.detects(tree)]
     return fallback[0].name if fallback else get_language("python").name
+
+
+def device_stream_modules() -> tuple[str, ...]:
+    """Every registered platform's stream modules (the static gate and the integrity probe
+    refuse and watch them whatever the platform of the run)."""
+    return tuple(dict.fromkeys(m for plat in platforms() for m in plat.device_stream_modules))
 
 
 def library_keys() -> tuple[str, ...]:
@@ -183,7 +198,8 @@ def describe() -> dict[str, list[dict[str, Any]]]:
             plat = get_platform(name)
             row.update(summary=plat.summary, device=plat.device, languages=list(plat.languages),
                        measured=list(plat.measured_languages),
-                       default_language=plat.default_language)
+                       default_language=plat.default_language, measurement=plat.measurement,
+                       ray_resources=dict(plat.ray_resources))
         except PlatformError as exc:
             row["error"] = str(exc)
         out["platforms"].append(row)
@@ -191,7 +207,8 @@ def describe() -> dict[str, list[dict[str, Any]]]:
         row = {"name": name, "source": _source(LANGUAGE_GROUP, name)}
         try:
             lang = get_language(name)
-            row.update(summary=lang.summary, imports=list(lang.imports))
+            row.update(summary=lang.summary, imports=list(lang.imports),
+                       platforms=list(lang.platforms))
         except PlatformError as exc:
             row["error"] = str(exc)
         out["languages"].append(row)

@@ -28,33 +28,33 @@ DEFAULT_ENDPOINTS = {"openai": "https://api.openai.com/v1",
 
 def check_run(config: Any) -> None:
     """Everything a run needs before it can start; raises a KernelevolveError naming the fault."""
-    check_platform(config.platform)
+    from kernelevolve.target import resolve
+
+    target = resolve(config.platform)
+    check_platform(target)
     if config.llm:
         from kernelevolve.llm import LLMConfig
 
         llm = LLMConfig.from_dict(config.llm)
-        check_language(config.platform, config.language)
+        check_language(target, config.language)
         check_llm(llm)
     elif config.language is not None:
-        check_language(config.platform, config.language)
+        check_language(target, config.language)
 
 
-def check_platform(name: str) -> None:
-    from kernelevolve.plugins import get_platform
-
-    why = get_platform(name).unavailable_reason()
+def check_platform(target: Any) -> None:
+    """`target`: the run's resolved target.Target."""
+    why = target.platform.unavailable_reason()
     if why:
-        raise PlatformError(f"--platform {name}: {why}")
+        raise PlatformError(f"--platform {target.name}: {why}")
 
 
-def check_language(platform: str, language: str | None) -> None:
-    from kernelevolve.plugins import get_platform
-
+def check_language(target: Any, language: str | None) -> None:
     if language is None:
         return
-    known = get_platform(platform).languages
+    known = target.platform.languages
     if language not in known:
-        raise UsageError(f"--language {language!r}: the {platform} platform runs "
+        raise UsageError(f"--language {language!r}: the {target.name} platform runs "
                          f"{', '.join(known)}; choose one of those")
 
 

@@ -280,7 +280,9 @@ class Run:
             client = LLMClient(llm_config, on_call=meter.record)
             # curated notes, `kb add`-ed notes, --notes folders, then what earlier runs learned
             index = workspace_index(self.workspace, [Path(p) for p in self.config.notes])
-        return OperatorDeps(problem_path=problem_path, platform=self.config.platform,
+        from kernelevolve.target import resolve
+
+        return OperatorDeps(problem_path=problem_path, platform=resolve(self.config.platform),
                             language=self.config.language, llm_client=client, knowledge=index)
 
     def _learn(self, graph: SearchGraph, outcome: dict[str, Any], fp: dict[str, Any]) -> None:

@@ -166,15 +166,15 @@ def _open_campaign(workspace: Path, name: str, problems: list[Path], flags: dict
 
 def _language(language: Optional[str], platform: str, draft: bool) -> str:
     from kernelevolve.errors import UsageError
-    from kernelevolve.plugins import get_platform
-    from kernelevolve.synth.api import LANGUAGES
+    from kernelevolve.synth.api import languages
+    from kernelevolve.target import as_target
 
-    default = get_platform(platform).default_language
+    default = as_target(platform).platform.default_language
     if language is None:
         return default
-    if language not in LANGUAGES:
+    if language not in languages():
         raise UsageError(f"--language {language!r}: the synthesizer writes "
-                         f"{' or '.join(LANGUAGES)}")
+                         f"{' or '.join(languages())}")
     if not draft and language != default:
         raise UsageError(f"--language {language} with --search: the search drafts "
                          f"{default} on {platform}; use --draft for {language}")
@@ -202,12 +202,11 @@ def _problems(paths, suite, patterns, profile, suite_dir, workspace: Path, platf
     if paths:
         raise UsageError("pass problem PATHs or --suite, not both")
     from kernelevolve.bench.aten_suite import ops_of, select, selection_tag, write_suite
-    from kernelevolve.plugins import get_platform
+    from kernelevolve.target import as_target
 
     if profile is None:
-        plat = get_platform(platform)  # interpreted: small; on the CPU: medium; devices: large
-        profile = "small" if language in plat.interpreted_languages else (
-            "medium" if plat.device == "cpu" else "large")
+        plat = as_target(platform).platform  # interpreted: small; else as the platform says
+        profile = "small" if language in plat.interpreted_languages else plat.bench_profile
     chosen = select(patterns)
     folder = suite_dir or workspace / "suites" / f"aten-{profile}"
     problems = write_suite(folder, profile, chosen)

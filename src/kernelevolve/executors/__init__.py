@@ -46,8 +46,10 @@ def make_executor(config: "RunConfig", options: "EvalOptions", *,
     from kernelevolve.executors.local import LocalExecutor
     from kernelevolve.harness.driver.evaluate import Evaluator
 
+    from kernelevolve.target import resolve
+
     workers = config.workers or 1
-    return LocalExecutor(Evaluator(config.platform, workers=workers, options=options,
+    return LocalExecutor(Evaluator(resolve(config.platform), workers=workers, options=options,
                                    sandbox_mode=config.sandbox, secret_vars=secret_vars,
                                    limits=limits), workers)
 

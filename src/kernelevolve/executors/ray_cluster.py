@@ -8,8 +8,9 @@ the address Ray reports is checked after start: a private instance that is not o
 shut down with an error instead of being used.
 
 Slot planning (`plan_actors`) is pure, so its rules are tested without a cluster: one actor per
-GPU on GPU platforms; on CPU, one actor per node by default (its kernels use all the node's
-CPUs, as a default local worker does) or `--workers N` actors sharing the CPUs.
+unit of the platform's declared Ray resource (a GPU, or a device's custom resource); on CPU,
+one actor per node by default (its kernels use all the node's CPUs, as a default local worker
+does) or `--workers N` actors sharing the CPUs.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import logging
 import os
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -161,13 +162,14 @@ def _gcs_address(ray: Any) -> str:
 
 
 def alive_nodes(ray: Any) -> list[dict[str, Any]]:
-    """Resources of the cluster's live nodes: [{"node_id", "ip", "CPU", "GPU"}]."""
+    """Resources of the cluster's live nodes: [{"node_id", "ip", "CPU", "GPU", custom...}]."""
     out = []
     for node in ray.nodes():
         if not node.get("Alive"):
             continue
         res = node.get("Resources") or {}
-        out.append({"node_id": node.get("NodeID"), "ip": node.get("NodeManagerAddress"),
+        out.append({**{k: v for k, v in res.items() if not k.startswith("node:")},
+                    "node_id": node.get("NodeID"), "ip": node.get("NodeManagerAddress"),
                     "CPU": int(res.get("CPU", 0)), "GPU": int(res.get("GPU", 0))})
     return out
 
@@ -176,24 +178,27 @@ def alive_nodes(ray: Any) -> list[dict[str, Any]]:
 class ActorPlan:
     count: int
     num_cpus: int           # Ray resources each actor holds
-    num_gpus: int
+    num_gpus: float
     threads: int | None     # torch/OpenMP threads of the actor's worker (None: all it sees)
+    resources: dict[str, float] = field(default_factory=dict)  # a device's custom resources
+
+    def options(self, max_restarts: int) -> dict[str, Any]:
+        """What `ray.remote(actor).options(...)` is given for each actor."""
+        out: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus,
+                               "max_restarts": max_restarts}
+        if self.resources:
+            out["resources"] = dict(self.resources)
+        return out
 
 
-def plan_actors(nodes: list[dict[str, Any]], gpu: bool, workers: int | None,
+def plan_actors(nodes: list[dict[str, Any]], resources: dict[str, float], workers: int | None,
                 threads: int | None = None) -> ActorPlan:
-    """How many evaluation actors the cluster holds, and what each one reserves."""
+    """How many evaluation actors the cluster holds, and what each one reserves: one actor per
+    unit of the platform's device resource (`Platform.ray_resources`: {"GPU": 1}, a device's own
+    {"npu": 1}), else CPU slots."""
     threads = threads if threads is not None else knobs.worker_threads()
-    if gpu:
-        gpus = sum(n["GPU"] for n in nodes)
-        if gpus == 0:
-            raise ExecutorError("the Ray cluster has no GPU: start GPU workers with "
-                                "`ray start --address HEAD:6379` on each GPU node")
-        count = workers or gpus
-        if count > gpus:
-            raise UsageError(f"--workers {count}: the Ray cluster has {gpus} GPU(s), and each "
-                             "evaluation actor needs one")
-        return ActorPlan(count, num_cpus=1, num_gpus=1, threads=threads)
+    if resources:
+        return _device_plan(nodes, resources, workers, threads)
     cpus = [n["CPU"] for n in nodes if n["CPU"] >= 1]
     if not cpus:
         raise ExecutorError("the Ray cluster has no CPU for evaluation actors")
@@ -207,3 +212,19 @@ def plan_actors(nodes: list[dict[str, Any]], gpu: bool, workers: int | None,
         raise UsageError(f"--workers {count}: the Ray cluster's {sum(cpus)} CPU(s) hold "
                          f"{capacity} actor(s) of {per_actor} thread(s)")
     return ActorPlan(count, num_cpus=per_actor, num_gpus=0, threads=per_actor)
+
+
+def _device_plan(nodes: list[dict[str, Any]], resources: dict[str, float], workers: int | None,
+                 threads: int | None) -> ActorPlan:
+    name, need = next(iter(resources.items()))  # the first names the device counted
+    units = sum(int(n.get(name, 0) // need) for n in nodes)
+    if units == 0:
+        raise ExecutorError(f"the Ray cluster has no {name}: start {name} workers with "
+                            f"`ray start --address HEAD:6379` on each {name} node")
+    count = workers or units
+    if count > units:
+        raise UsageError(f"--workers {count}: the Ray cluster has {units} {name}(s), and each "
+                         "evaluation actor needs " + ("one" if need == 1 else f"{need}"))
+    gpus = resources.get("GPU", 0)
+    custom = {k: v for k, v in resources.items() if k != "GPU"}
+    return ActorPlan(count, num_cpus=1, num_gpus=gpus, threads=threads, resources=custom)

@@ -28,8 +28,8 @@ from kernelevolve.executors.base import EventSink, ignore_event
 from kernelevolve.executors.ray_actor import ActorSpec, EvalActor, raise_error
 from kernelevolve.executors.ray_cluster import ActorPlan, alive_nodes, connect, plan_actors
 from kernelevolve.harness.driver.evaluate import EvalOptions
-from kernelevolve.plugins import get_platform
 from kernelevolve.problem import Problem
+from kernelevolve.target import as_target
 from kernelevolve.errors import InfraError
 from kernelevolve.types import EvalResult
 
@@ -44,6 +44,13 @@ class _Slot:
     index: int
     node: dict[str, Any] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
+
+
+def actor_plan(ray: Any, platform: str, workers: int | None, threads: int | None) -> ActorPlan:
+    """What each evaluation actor asks Ray for: CPUs, and the resources the platform declares
+    (`Platform.ray_resources`: {"GPU": 1}, or a device's own)."""
+    resources = as_target(platform).platform.ray_resources
+    return plan_actors(alive_nodes(ray), resources, workers, threads)
 
 
 class RayExecutor:
@@ -69,8 +76,7 @@ class RayExecutor:
         self._failures = tuple(getattr(self.ray.exceptions, n) for n in _FAILURE_NAMES
                                if hasattr(self.ray.exceptions, n))
         try:
-            gpu = get_platform(spec.platform).device != "cpu"
-            self.plan = plan_actors(alive_nodes(self.ray), gpu, workers, spec.threads)
+            self.plan = actor_plan(self.ray, spec.platform, workers, spec.threads)
             self.spec = replace(spec, threads=self.plan.threads)
             self._start(actor_cls or EvalActor, max_restarts)
         except BaseException:
@@ -80,8 +86,7 @@ class RayExecutor:
     # ---- start -------------------------------------------------------------------------------
     def _start(self, actor_cls: type, max_restarts: int) -> None:
         ray, plan = self.ray, self.plan
-        remote = ray.remote(actor_cls).options(num_cpus=plan.num_cpus, num_gpus=plan.num_gpus,
-                                               max_restarts=max_restarts)
+        remote = ray.remote(actor_cls).options(**plan.options(max_restarts))
         slots = [_Slot(remote.remote(self.spec), i) for i in range(plan.count)]
         refs = {slot.handle.ready.remote(): slot for slot in slots}
         done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=self.ready_timeout_s)
@@ -133,7 +138,7 @@ class RayExecutor:
             entry["actors"] += 1
         return {"executor": self.name, "address": self.conn.address, "slots": self.slots,
                 "actor": {"num_cpus": self.plan.num_cpus, "num_gpus": self.plan.num_gpus,
-                          "threads": self.plan.threads},
+                          "resources": dict(self.plan.resources), "threads": self.plan.threads},
                 "nodes": list(nodes.values())}
 
     async def evaluate(self, problem: Problem, candidate: Candidate,

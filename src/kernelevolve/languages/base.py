@@ -41,6 +41,14 @@ class Language:
     # The prompt contract's language part: text, or the name of a packaged prompt file
     # (operators/prompts/contract-<name>.md is read when `contract` is empty).
     contract: str = ""
+    # Platforms this language runs on besides those that list it themselves: a language added to
+    # a built-in platform declares it here (plugins.get_platform appends it to the platform's
+    # languages), so no platform module is edited. `timed`: such a platform also measures it.
+    platforms: tuple[str, ...] = ()
+    timed: bool = True
+    # The synthesizer's emitter for this language: a module with `emit_source(plan, problem,
+    # text)` (synth/api.py), or "" when the synthesizer does not write it.
+    synthesizer: str = ""
 
     def detects(self, tree: ast.Module) -> bool:
         """Whether the candidate's syntax tree is written in this language (source only)."""

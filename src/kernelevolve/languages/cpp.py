@@ -10,6 +10,7 @@ class CppLanguage(Language):
     name = "cpp"
     summary = "C++ through kernelevolve.runtime.load_cpp (sandboxed g++, inspected libraries)"
     priority = 10
+    synthesizer = "kernelevolve.synth.cpp_module"  # the synthesizer writes it (synth/api.py)
     launch_kinds = ("cpp",)  # runtime/cpp.py records each call of a loaded function
     knowledge_patterns = (r"c\+\+", r"\bopenmp\b", r"#pragma omp", r"\bavx", r"g\+\+",
                           r"\bgcc\b", r"ctypes", r"\bcpu\b", r"__restrict__", r"\bsimd\b",

@@ -10,6 +10,7 @@ class TritonLanguage(Language):
     name = "triton"
     summary = "Triton kernels (@triton.jit); on cpu checked under the interpreter, not timed"
     priority = 30
+    synthesizer = "kernelevolve.synth.emit_triton"  # the synthesizer writes it (synth/api.py)
     imports = ("triton",)
     guard = "kernelevolve.runtime.triton_guard:install"
     launch_kinds = ("triton",)

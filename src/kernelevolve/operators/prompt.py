@@ -28,6 +28,7 @@ from kernelevolve.knowledge.sections import Section, choose
 from kernelevolve.operators.base import ParentView, ProposalContext
 from kernelevolve.platforms.machine_facts import machine_lines
 from kernelevolve.problem import CaseBinder, Problem, import_module, load_problem
+from kernelevolve.target import TargetLike, as_target
 
 PROMPTS = Path(__file__).parent / "prompts"
 _REASON_CHARS = 1800
@@ -73,13 +74,14 @@ def describe_cases(problem: Problem) -> tuple[list[str], set[str]]:
 
 
 class PromptBuilder:
-    def __init__(self, problem_path: str, platform: str, language: str):
+    def __init__(self, problem_path: str, platform: TargetLike, language: str):
         self.problem = load_problem(problem_path)
         self.reference = Path(self.problem.path).read_text()
-        self.platform, self.language = platform, language
+        self.target = as_target(platform)  # resolved once; the language as given
+        self.platform, self.language = self.target.name, language
         self.cases, self.dtypes = describe_cases(self.problem)
         self.facts = ProblemFacts(frozenset(source_ops(self.reference)), frozenset(self.dtypes),
-                                  platform, language)
+                                  self.platform, language)
 
     def facts_for(self, ctx: ProposalContext) -> ProblemFacts:
         """The problem's facts, with the ATen ops the harness traced in the reference when an
@@ -133,7 +135,7 @@ class PromptBuilder:
     def _target(self, ctx: ProposalContext) -> str:
         fp = ctx.fingerprint or {}
         machine = [f"platform `{self.platform}`, write {self.language}"]
-        from kernelevolve.plugins import get_platform, library_keys, toolkit_labels
+        from kernelevolve.plugins import library_keys, toolkit_labels
 
         for key, label in (("device", "device"), ("threads", "threads"), ("cxx", "compiler"),
                            *toolkit_labels().items(), ("torch", "torch"),
@@ -144,8 +146,8 @@ class PromptBuilder:
             machine.append("CPU flags: " + ", ".join(fp["cpu_flags"]))
         lines = ["## Target", "; ".join(machine)]
         lines += [f"- {line}" for line in machine_lines(fp)]
-        plat = get_platform(self.platform)
-        if plat.device == "cpu":  # timed from outside its process (harness/worker/measure.py)
+        plat = self.target.platform
+        if plat.measurement == "outside":  # from another process (harness/worker/measure.py)
             lines.append(TIMING)
         if plat.prompt_note:
             lines.append(plat.prompt_note)

@@ -13,7 +13,9 @@ class OperatorDeps:
     """What operator factories may need from the run (the LLM ones need a client)."""
 
     problem_path: str = ""
-    platform: str = "cpu"  # the default platform's name (config.py has the same default)
+    # The run's resolved target (target.Target), or a platform's name: "cpu" is the default
+    # (config.py has the same default).
+    platform: Any = "cpu"
     language: str | None = None
     llm_client: Any = None
     knowledge: Any = None
@@ -29,13 +31,14 @@ def _tune(deps: OperatorDeps) -> Operator:
 def _llm(deps: OperatorDeps) -> Operator:
     from kernelevolve.operators.llm import LLMOperator
     from kernelevolve.operators.prompt import PromptBuilder
-    from kernelevolve.plugins import get_platform
+    from kernelevolve.target import as_target
 
     if deps.llm_client is None:
         raise UsageError("--operator llm needs a model: pass --llm PROVIDER:MODEL "
                          "(e.g. openai:gpt-5 or anthropic:claude-sonnet-4-5)")
-    language = deps.language or get_platform(deps.platform).default_language
-    builder = PromptBuilder(deps.problem_path, deps.platform, language)
+    target = as_target(deps.platform)
+    language = deps.language or target.language_name
+    builder = PromptBuilder(deps.problem_path, target, language)
     return LLMOperator(deps.llm_client, builder, deps.knowledge, agent=deps.agent)
 
 

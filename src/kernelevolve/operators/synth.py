@@ -10,18 +10,17 @@ import hashlib
 import logging
 
 from kernelevolve.operators.base import Draft, ProposalContext
-from kernelevolve.synth.api import LANGUAGES, synthesize
+from kernelevolve.synth.api import languages as synth_languages, synthesize
 from kernelevolve.synth.capture import NotCovered
+from kernelevolve.target import TargetLike, as_target
 
 log = logging.getLogger(__name__)
 
 
-def default_languages(platform: str) -> list[str]:
+def default_languages(platform: TargetLike) -> list[str]:
     """The platform's default language, when the synthesizer writes it; else none."""
-    from kernelevolve.plugins import get_platform
-
-    default = get_platform(platform).default_language
-    return [default] if default in LANGUAGES else []
+    default = as_target(platform).platform.default_language
+    return [default] if default in synth_languages() else []
 
 
 class SynthOperator:
@@ -29,9 +28,10 @@ class SynthOperator:
     exhaustible = True
     repairs = False
 
-    def __init__(self, problem_path: str, platform: str, languages: list[str] | None = None):
+    def __init__(self, problem_path: str, platform: TargetLike,
+                 languages: list[str] | None = None):
         self.problem_path = str(problem_path)
-        self.platform = platform
+        self.platform = as_target(platform).name
         self.languages = list(languages or default_languages(platform))
         self._cache: dict[str, tuple[str, str, str] | None] = {}
         self.not_covered: str | None = None

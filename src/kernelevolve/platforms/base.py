@@ -57,6 +57,22 @@ class Platform:
     env_names: tuple[str, ...] = ()
     # Fixed text for the prompt's target section (e.g. how this platform times), or "".
     prompt_note: str = ""
+    # How a candidate is timed: "outside" its process, by a second process reading a shared
+    # clock (harness/worker/measure.py: CPU work is synchronous), or "inprocess" with the
+    # platform's timer and `synchronize` (harness/worker/measure_inprocess.py: devices).
+    measurement: str = "outside"
+    # Ray resources each evaluation actor reserves besides CPUs: {"GPU": 1} on a GPU; a device
+    # Ray does not know names its own custom resource ({"npu": 1}); {} on the host CPU.
+    ray_resources: dict[str, float] = {}
+    # Modules whose stream API (Stream, set_stream...) hides work from this device's timer: the
+    # static gate refuses it and the integrity probe watches these modules for patches.
+    device_stream_modules: tuple[str, ...] = ()
+    # Whether its tensors live on a torch accelerator runtime (CUDA, HIP...): False seeds only
+    # torch's CPU generator while none has started (torch.manual_seed seeds them all, at a cost
+    # per call; harness/worker/session.py).
+    torch_accelerator: bool = False
+    # The aten suite's default size for compiled languages ("small" for interpreted ones).
+    bench_profile: str = "medium"
 
     # ---- driver side ---------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:

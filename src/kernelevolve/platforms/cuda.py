@@ -54,6 +54,11 @@ class CudaPlatform(Platform):
     sandbox_paths = ("/sys/bus/pci", "/sys/devices", "/sys/module/nvidia", "/proc/driver/nvidia")
     filter_profile = "device"
     jit_languages = ("triton", "cuda-cpp")
+    measurement = "inprocess"
+    ray_resources = {"GPU": 1}
+    device_stream_modules = ("torch.cuda",)
+    torch_accelerator = True
+    bench_profile = "large"
     limits_memory = False  # the CUDA driver reserves far more address space than RLIMIT_AS allows
 
     def unavailable_reason(self) -> str | None:

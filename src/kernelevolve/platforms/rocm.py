@@ -27,6 +27,11 @@ class RocmPlatform(Platform):
     filter_profile = "device"
     jit_languages = ("triton", "hip")
     limits_memory = False
+    measurement = "inprocess"
+    ray_resources = {"GPU": 1}           # Ray counts AMD GPUs as GPU too
+    device_stream_modules = ("torch.cuda",)  # torch's HIP API is torch.cuda
+    torch_accelerator = True
+    bench_profile = "large"
 
     def unavailable_reason(self) -> str | None:
         import torch

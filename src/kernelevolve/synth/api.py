@@ -4,7 +4,13 @@ from __future__ import annotations
 from kernelevolve.synth.capture import NotCovered, capture
 from kernelevolve.synth.plan import Plan, explain, plan
 
-LANGUAGES = ("cpp", "triton")
+
+def languages() -> tuple[str, ...]:
+    """The languages the synthesizer writes: every registered one that names an emitter
+    (`Language.synthesizer`), in the registry's order (the first is the default)."""
+    from kernelevolve.plugins import languages as registered
+
+    return tuple(lang.name for lang in registered() if lang.synthesizer)
 
 
 def make_plan(problem_path: str) -> Plan:
@@ -19,15 +25,17 @@ def make_plan(problem_path: str) -> Plan:
 
 def synthesize(problem_path: str, language: str = "cpp") -> tuple[str, Plan]:
     """(candidate source, plan) for `problem_path`; raises NotCovered when out of reach."""
-    if language not in LANGUAGES:
-        raise ValueError(f"language {language!r}: the synthesizer writes {', '.join(LANGUAGES)}")
+    import importlib
+
+    from kernelevolve.plugins import get_language
+
+    if language not in languages():
+        raise ValueError(f"language {language!r}: the synthesizer writes "
+                         f"{', '.join(languages())}")
     p = make_plan(problem_path)
     text = explain(p)
-    if language == "cpp":
-        from kernelevolve.synth.cpp_module import emit_source
-    else:
-        from kernelevolve.synth.emit_triton import emit_source
-    return emit_source(p, str(problem_path), text), p
+    emitter = importlib.import_module(get_language(language).synthesizer)
+    return emitter.emit_source(p, str(problem_path), text), p
 
 
 def explain_problem(problem_path: str) -> str:

@@ -174,6 +174,8 @@ ANY_MEMBER_OF = {"os": _PROCESS, "signal": _SIGNAL, "subprocess": _PROCESS}
 STREAM_REASON = ("CUDA streams hide work from the timer; use the current stream "
                  "(torch.cuda.current_stream())")
 STREAM_NAMES = frozenset({"Stream", "ExternalStream", "stream", "set_stream", "streams"})
+DEVICE_STREAM_REASON = ("device streams hide work from the timer; use the device's current "
+                        "stream")
 TORCH_ANY_MODULE = {  # submodule names refused wherever they sit below torch
     "fx": "torch.fx generates Python code from graphs and runs it; call the ops directly",
     "profiler": "profilers write trace files and run timers of their own; the harness "
@@ -298,7 +300,9 @@ def _member_rule(top: str, rest: list[str]) -> tuple[int, str] | None:
     for i, name in enumerate(rest, 1):
         if name.startswith("_") and not _is_dunder(name):
             return i, f"private {top} internals are off limits"
-    found = None
+    found = _stream_rule(top, rest)
+    if found is not None:
+        return found
     if top == "torch":
         found = _torch_rule(rest)
     elif top == "numpy":
@@ -307,6 +311,22 @@ def _member_rule(top: str, rest: list[str]) -> tuple[int, str] | None:
     elif rest and (top, rest[0]) in MODULE_MEMBERS:
         found = 1, MODULE_MEMBERS[top, rest[0]]
     return found or allowlist_rule([top, *rest])
+
+
+def _stream_rule(top: str, rest: list[str]) -> tuple[int, str] | None:
+    """A stream API below a module that a registered platform declares as its device's
+    (`Platform.device_stream_modules`); torch's are refused anywhere below torch."""
+    if top == "torch" or not rest:
+        return None
+    from kernelevolve.plugins import device_stream_modules
+
+    path = [top, *rest]
+    for module in device_stream_modules():
+        parts = module.split(".")
+        end = len(parts)
+        if path[:end] == parts and len(path) > end and path[end] in STREAM_NAMES:
+            return end, DEVICE_STREAM_REASON
+    return None
 
 
 def _torch_rule(rest: list[str]) -> tuple[int, str] | None:

@@ -49,6 +49,16 @@ def _namespace(obj: Any) -> dict[str, Any]:
     return dict(vars(obj)) if isinstance(obj, (types.ModuleType, type)) else {}
 
 
+def _stream_modules() -> dict[str, Any]:
+    """The registered platforms' device stream modules (torch.cuda...) that are imported here:
+    a candidate that patches one hides work from the timer."""
+    import sys
+
+    from kernelevolve.plugins import device_stream_modules
+
+    return {name: sys.modules[name] for name in device_stream_modules() if name in sys.modules}
+
+
 class Snapshot:
     """Identity of every attribute of the objects a candidate could patch."""
 
@@ -59,8 +69,8 @@ class Snapshot:
         targets: dict[str, Any] = {
             "torch": torch, "torch.nn.functional": F, "torch.Tensor": torch.Tensor,
             "torch.nn.Module": torch.nn.Module, "torch.nn": torch.nn, "time": time,
-            "torch.testing": torch.testing, "torch.cuda": torch.cuda,
-            "problem module": problem_module,
+            "torch.testing": torch.testing, "problem module": problem_module,
+            **_stream_modules(),
         }
         model = getattr(problem_module, "Model", None)
         if isinstance(model, type):
