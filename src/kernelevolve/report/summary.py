@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelevolve.harness.protocol.stages import REJECT_STAGES
 from kernelevolve.platforms.machine_facts import machine_lines
 from kernelevolve.report.tool_traffic import tool_traffic
 
 STAGE_KEYS = REJECT_STAGES
 # Speed-of-light fields of a case (types.CaseResult, harness/protocol/roofline.py)
 SOL_KEYS = ("bytes_moved", "flops", "sol_ms", "sol_bound", "sol_fraction", "achieved_gbs",
-from kernelevolve.harness.protocol.stages import REJECT_STAGES
             "achieved_gflops")
 
 
