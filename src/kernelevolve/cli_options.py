@@ -9,6 +9,8 @@ import typer
 
 from kernelevolve.search.termination import DEFAULT_MAX_EVALS
 
+HELP_SETTINGS = {"help_option_names": ["-h", "--help"]}  # -h everywhere, as --help
+
 ALLOW_NO_KERNEL_OPT = typer.Option(False, "--allow-no-kernel",
                                    help="Accept candidates that launch no custom kernel.")
 STRICT_OPT = typer.Option(False, "--strict",
