@@ -115,7 +115,10 @@ def _memory(graph, results) -> str:
         from kernelevolve.search.memory import summarize
 
         return summarize(graph)
-    return history_table(graph, results.get)
+    from kernelevolve.types import EvalResult
+
+    typed = {nid: EvalResult.from_dict(r) for nid, r in results.items()}  # as the store hands
+    return history_table(graph, typed.get)
 
 
 def build_prompts() -> dict[str, tuple[str, str]]:
@@ -227,7 +230,8 @@ def agent_prompt() -> tuple[str, str, str, str]:
     from kernelevolve.operators.llm import LLMOperator
 
     graph, results, sources, builder, fp = _setup()
-    canned = {**results[4], "measured": True, "speedup_ci": [1.25, 1.35]}
+    canned = {**results[4], "measured": True, "speedup_ci": [1.25, 1.35],
+              "cases": [dict(c) for c in results[4]["cases"]]}  # the search's own stay as run
     for c in canned["cases"]:
         c.update(speedup_ci=[c["speedup"] * 0.95, c["speedup"] * 1.05],
                  cand_timing={"median_ms": c["cand_ms"], "n": 40})

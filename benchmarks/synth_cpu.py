@@ -180,25 +180,25 @@ def search(problem: Path, draft: Path, work: Path, evals: int, max_time: float,
     run = kernelevolve.optimize(str(problem), seeds=[str(draft)], workspace=str(work / "ws"),
                                 operators=["tune"], max_evals=evals, max_time=max_time)
     summary = run.summary()
-    row.run_id, row.evals = run.id, summary.get("evaluations")
-    outcome = summary.get("outcome") or {}
+    row.run_id, row.evals = run.id, summary.evaluations
+    outcome = summary.outcome or {}
     row.search_speedup = outcome.get("speedup")
-    seed_nodes = [n for n in summary["nodes"] if n["operator"] == "seed"]
+    seed_nodes = [n for n in summary.nodes if n["operator"] == "seed"]
     if seed_nodes and seed_nodes[0]["stage"] == "accepted":
         row.draft_speedup = seed_nodes[0]["speedup"]
-    best = summary.get("best")
-    if not best or not summary.get("best_source"):
+    best = summary.best
+    if not best or not summary.best_source:
         row.status = "rejected"
         reason = outcome.get("message") or "no candidate was accepted"
         if seed_nodes:
-            result = run.store.evaluation(run.id, seed_nodes[0]["id"]) or {}
-            if result.get("reason"):
-                reason = f"draft rejected at {result.get('stage')}: {result['reason']}"
+            result = run.store.evaluation(run.id, seed_nodes[0]["id"])
+            if result is not None and result.reason:
+                reason = f"draft rejected at {result.stage}: {result.reason}"
         row.reason = _first_lines(reason, 3)
         return None
     row.best_node = best["node_id"]
     path = work / "best.py"
-    path.write_text(summary["best_source"])
+    path.write_text(summary.best_source)
     return path
 
 

@@ -29,4 +29,4 @@ class MemoryHooks:
         return self.sources[node_id]
 
     def result(self, node_id):
-        return self.results.get(node_id, {})
+        return self.results.get(node_id)

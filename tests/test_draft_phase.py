@@ -27,19 +27,25 @@ from kernelevolve.search.drafting import draft_cap, next_step, repairable, super
 from kernelevolve.search.engine import EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import Greedy
+from kernelevolve.types import EvalResult
 from kernelevolve.search.termination import Budgets, Progress
 
 KEY_VAR = "KE_DRAFT_TEST_KEY"
 COMPILE_ERROR = "C++ compilation failed: 'undeclared_tile' was not declared in this scope"
 
 
+def verdict(data: dict) -> EvalResult:
+    """A scripted evaluation's result, accepted when its stage says so."""
+    return EvalResult.from_dict({"accepted": data["stage"] == "accepted", **data})
+
+
 # ---- the engine with a scripted operator -----------------------------------------------------
 async def judge(node, source):
     await asyncio.sleep(0.05 if "SLOW draft" in source else 0.001)
     if "BROKEN" in source:
-        return {"stage": "load", "fitness": 0.0, "speedup": None, "reason": COMPILE_ERROR}
+        return verdict({"stage": "load", "fitness": 0.0, "speedup": None, "reason": COMPILE_ERROR})
     fit = 1.5 if "FAST" in source else 0.5
-    return {"stage": "accepted", "fitness": fit, "speedup": fit, "reason": "ok"}
+    return verdict({"stage": "accepted", "fitness": fit, "speedup": fit, "reason": "ok"})
 
 
 class Writer:

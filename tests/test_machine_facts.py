@@ -260,13 +260,14 @@ def test_html_and_show_text_show_machine_and_sol():
 
     from kernelevolve.report.html import render_html
     from kernelevolve.report.runs import print_sol_cases
+    from kernelevolve.report.summary import RunSummary
 
     case = {"name": "big", "weight": 1.0, "ref_ms": 2.0, "cand_ms": 1.0, "speedup": 2.0,
             "sol_fraction": 0.31, "sol_bound": "memory", "sol_ms": 0.31, "achieved_gbs": 5.0,
             "achieved_gflops": 0.0}
-    page = render_html({"run_id": "r1", "best": {"node_id": 3, "speedup": 2.0},
-                        "best_cases": [case], "best_source": "x = 1\n",
-                        "machine": ["memory bandwidth 12.3 GB/s (copy, 2 threads)"]})
+    page = render_html(RunSummary(run_id="r1", best={"node_id": 3, "speedup": 2.0},
+                                  best_cases=[case], best_source="x = 1\n",
+                                  machine=["memory bandwidth 12.3 GB/s (copy, 2 threads)"]))
     assert "31% mem" in page and "speed of light" in page
     assert "memory bandwidth 12.3 GB/s (copy, 2 threads)" in page
     buf = StringIO()

@@ -24,6 +24,7 @@ from kernelevolve.search.memory import (NOISY_LEGEND, fitness_baseline, fitness_
                                         history_table)
 from kernelevolve.search.policies import Greedy
 from kernelevolve.search.termination import Budgets, Progress
+from kernelevolve.types import EvalResult
 
 WEIGHTS = {"big": 2.0, "small": 1.0}
 
@@ -50,8 +51,9 @@ def _results(seed: int = 0) -> dict[str, dict]:
     return {"quiet": quiet.to_dict(), "rerun": rerun.to_dict(), "slower": slower.to_dict()}
 
 
-def _graph(rows) -> tuple[SearchGraph, dict[int, dict]]:
-    """rows: (id, parent, rationale, result dict); accepted when the result is."""
+def _graph(rows) -> tuple[SearchGraph, dict[int, EvalResult]]:
+    """rows: (id, parent, rationale, result dict); accepted when the result is. The results
+    come back typed, as the store hands them to the search."""
     g = SearchGraph()
     g.add(Node(ROOT, (), "reference", "ref", "h0", status="root", fitness=1.0))
     results = {}
@@ -60,7 +62,7 @@ def _graph(rows) -> tuple[SearchGraph, dict[int, dict]]:
         g.add(Node(nid, (parent,), "llm", why, f"h{nid}", "done", result["stage"], fit,
                    result.get("speedup"), meta={"reason": result.get("reason", "")},
                    order=order))
-        results[nid] = result
+        results[nid] = EvalResult.from_dict(result)
     return g, results
 
 
@@ -117,13 +119,14 @@ def test_intervals_are_in_the_rows_and_the_best_line():
 
 
 def test_the_fitness_interval_is_that_of_the_fitness_baseline():
-    result = {"speedup": 3.0, "speedup_ci": [2.8, 3.2], "compile_speedup": 1.4,
-              "compile_speedup_ci": [1.3, 1.5]}
+    result = EvalResult(True, "accepted", "", speedup=3.0, speedup_ci=(2.8, 3.2),
+                        compile_speedup=1.4, compile_speedup_ci=(1.3, 1.5))
     over_compile = Node(1, (0,), "llm", "x", "h1", "done", "accepted", 1.4, 3.0)
     over_eager = Node(2, (0,), "llm", "x", "h2", "done", "accepted", 3.0, 3.0)
     assert fitness_interval(over_compile, result) == (1.3, 1.5)
     assert fitness_interval(over_eager, result) == (2.8, 3.2)
-    assert fitness_interval(over_eager, {"speedup": 3.0}) is None  # an old store
+    old = EvalResult.from_dict({"accepted": True, "stage": "accepted", "speedup": 3.0})
+    assert fitness_interval(over_eager, old) is None  # an old store
     assert fitness_baseline(over_compile, result) == "torch.compile"
     assert fitness_baseline(over_eager, result) == "eager"
     slow = Node(3, (0,), "llm", "slow", "h3", "done", "accepted", 0.8, 1.6)
@@ -131,8 +134,8 @@ def test_the_fitness_interval_is_that_of_the_fitness_baseline():
     for node in (Node(ROOT, (), "reference", "ref", "h0", status="root", fitness=1.0),
                  over_compile, slow):
         graph.add(node)
-    both = {1: result, 3: {"speedup": 1.6, "speedup_ci": [1.5, 1.7], "compile_speedup": 0.8,
-                           "compile_speedup_ci": [0.7, 0.9]}}
+    both = {1: result, 3: EvalResult(True, "accepted", "", speedup=1.6, speedup_ci=(1.5, 1.7),
+                                     compile_speedup=0.8, compile_speedup_ci=(0.7, 0.9))}
     text = history_table(graph, both.get)
     assert "Best: node 1 at 1.400x over torch.compile (95% interval 1.3-1.5)." in text
     assert "| accepted, slower than torch.compile | 0.800x [0.7-0.9] |" in _row(text, 3)
@@ -232,7 +235,7 @@ def test_the_engine_hands_the_operator_a_table_that_tells_noise_from_change():
     hooks = MemoryHooks(graph)
 
     async def evaluate(node, source):
-        return dict(scored[source])
+        return EvalResult.from_dict(scored[source])
 
     engine = SearchEngine(graph=graph, operators=[op], policy=Greedy(), evaluate=evaluate,
                           hooks=hooks, budgets=Budgets(max_evals=4, plateau_evals=None),

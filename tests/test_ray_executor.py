@@ -377,12 +377,12 @@ def test_optimize_on_ray_survives_a_killed_actor_with_the_local_verdict(cluster,
     # The killed actor's request went back to the queue and was measured on the second try.
     assert [e.data["attempt"] for e in requeued] == [1]
     assert started["executor"] == "ray" and started["slots"] == 2
-    again = [r for r in results.values() if r["measured_on"]["attempts"] == 2]
+    again = [r for r in results.values() if r.measured_on["attempts"] == 2]
     assert len(again) == 1
-    assert again[0]["source_hash"] == requeued[0].data["source_hash"]
+    assert again[0].source_hash == requeued[0].data["source_hash"]
     for result in results.values():  # every result names the node that measured it
-        assert result["measured_on"]["executor"] == "ray"
-        assert result["measured_on"]["node_id"] == started["nodes"][0]["node_id"]
+        assert result.measured_on["executor"] == "ray"
+        assert result.measured_on["node_id"] == started["nodes"][0]["node_id"]
         assert result["fingerprint"]["hostname"] == socket.gethostname()
     ray_stages = _verdicts(ws, s["run_id"])
 

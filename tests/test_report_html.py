@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernelevolve.report.html import render_html, write_html
+from kernelevolve.report.summary import RunSummary
 from kernelevolve.report.svg import funnel_rows
 
 EVIL_SOURCE = '''import torch
@@ -142,7 +143,7 @@ def parse(page: str) -> TagBalance:
 
 def test_full_report_content_and_escaping():
     s = full_summary()
-    page = render_html(s)
+    page = render_html(RunSummary.from_dict(s))
     assert page.startswith("<!doctype html>")
     assert "<title>kernelevolve run r-20261129-ab12cd</title>" in page
     assert s["outcome"]["message"] in page
@@ -180,14 +181,14 @@ def test_funnel_rows_narrow_to_accepted():
 
 
 def test_empty_run_renders():
-    page = render_html(empty_summary())
+    page = render_html(RunSummary.from_dict(empty_summary()))
     p = parse(page)
     assert "r-empty" in page and "no safe improvement" in page
     assert 'class="outcome none"' in page
     assert p.classes.count("node") == 0
     assert "No evaluations yet" in page and "No candidate was accepted" in page
     # A summary with almost nothing in it still renders.
-    parse(render_html({"run_id": "bare"}))
+    parse(render_html(RunSummary(run_id="bare")))
 
 
 def test_large_deep_tree_renders():
@@ -199,7 +200,7 @@ def test_large_deep_tree_renders():
         nodes.append({"id": i, "parents": [parent], "operator": "tune", "stage": "accepted",
                       "status": "done", "fitness": 1 + i / 1000, "speedup": 1 + i / 1000,
                       "order": i - 1})
-    page = render_html({"run_id": "big", "nodes": nodes, "best": {"node_id": 399}})
+    page = render_html(RunSummary(run_id="big", nodes=nodes, best={"node_id": 399}))
     assert parse(page).classes.count("node") == 400
 
 
@@ -244,7 +245,7 @@ def test_renders_in_headless_chromium(tmp_path):
         pytest.skip("chromium is not installed (scripts/install.sh installs it; only this test "
                     "needs it)")
     s = full_summary()
-    page = write_html(s, tmp_path / "report.html")
+    page = write_html(RunSummary.from_dict(s), tmp_path / "report.html")
     shot = tmp_path / "shot.png"
     base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
@@ -270,7 +271,7 @@ def test_report_shows_the_reference_and_the_best_kernels_changes():
     s["reference_source"] = "class Model:  # <the reference>\n    pass\n"
     s["best_diff"] = {"parent": 3, "diff": "--- node 3\n+++ node 9\n@@ -1,2 +1,2 @@\n"
                                            "-BLOCK = 64\n+BLOCK = 128 # <b>\n ROWS = 1\n"}
-    page = render_html(s)
+    page = render_html(RunSummary.from_dict(s))
     assert 'id="reference"' in page and "# &lt;the reference&gt;" in page
     assert 'id="best-diff"' in page and "Changes from node #3" in page
     assert '<span class="dadd">+BLOCK = 128 # &lt;b&gt;</span>' in page

@@ -321,27 +321,29 @@ def test_summary_diffs_the_best_kernel_against_its_parent(tmp_path):
     assert child != CANDIDATE.read_text()
     node = run.store.add_node(run.id, parents=[1], operator="tune", rationale="REPEAT 64 -> 1",
                               source=child)
-    accepted = {"accepted": True, "stage": "accepted", "fitness": 2.0, "speedup": 2.0,
-                "reason": "", "cases": []}
-    run.store.record_evaluation(run.id, 1, {**accepted, "fitness": 1.1, "speedup": 1.1}, 1.0)
+    from kernelevolve.types import EvalResult
+
+    accepted = EvalResult(True, "accepted", "", fitness=2.0, speedup=2.0)
+    run.store.record_evaluation(run.id, 1, EvalResult(True, "accepted", "", fitness=1.1,
+                                                      speedup=1.1), 1.0)
     run.store.record_evaluation(run.id, node.id, accepted, 1.0)
     s = run_summary(run)
-    assert s["reference_source"] == PROBLEM.read_text()
-    assert s["best"]["node_id"] == node.id and s["best_diff"]["parent"] == 1
-    assert "-REPEAT = 64" in s["best_diff"]["diff"] and "+REPEAT = 1" in s["best_diff"]["diff"]
+    assert s.reference_source == PROBLEM.read_text()
+    assert s.best["node_id"] == node.id and s.best_diff["parent"] == 1
+    assert "-REPEAT = 64" in s.best_diff["diff"] and "+REPEAT = 1" in s.best_diff["diff"]
 
 
 def test_search_time_and_remeasured_figures_are_told_apart():
-    from kernelevolve.report.summary import measurement_notes
+    from kernelevolve.report.summary import RunSummary, measurement_notes
 
     nodes = [{"id": 0, "stage": None, "fitness": 1.0},
              {"id": 5, "stage": "accepted", "fitness": 3.9},
              {"id": 11, "stage": "accepted", "fitness": 4.59}]
-    notes = measurement_notes({"nodes": nodes, "outcome": {
-        "kind": "improved", "speedup": 3.63, "interval": [3.5, 3.8], "node_id": 5}})
+    notes = measurement_notes(RunSummary(nodes=nodes, outcome={
+        "kind": "improved", "speedup": 3.63, "interval": [3.5, 3.8], "node_id": 5}))
     assert len(notes) == 1 and "search-time best 4.590x (node 11)" in notes[0]
     assert "re-measurement" in notes[0]
-    wide = measurement_notes({"nodes": nodes, "outcome": {
-        "kind": "no_safe_improvement", "speedup": 1.1, "interval": [0.87, 1.47]}})
+    wide = measurement_notes(RunSummary(nodes=nodes, outcome={
+        "kind": "no_safe_improvement", "speedup": 1.1, "interval": [0.87, 1.47]}))
     assert wide[-1].startswith("warning: the 95% interval 0.870-1.470 is wide (about ±27%)")
-    assert measurement_notes({"nodes": [], "outcome": {}}) == []
+    assert measurement_notes(RunSummary()) == []

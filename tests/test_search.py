@@ -20,6 +20,7 @@ from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import BestFirstUCB, DiverseBeam, Greedy, make_policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
+from kernelevolve.types import EvalResult
 from kernelevolve.operators.synth import SynthOperator
 
 
@@ -55,7 +56,7 @@ class FakeHooks:
         return self.sources[node_id]
 
     def result(self, node_id):
-        return {}
+        return None
 
 
 class StepOperator:
@@ -85,6 +86,11 @@ def fitness(x: int) -> float:
     return 2.0 - abs(x - 12) * 0.1  # optimum at X = 12
 
 
+def verdict(data: dict) -> EvalResult:
+    """A scripted evaluation's result, accepted when its stage says so."""
+    return EvalResult.from_dict({"accepted": data["stage"] == "accepted", **data})
+
+
 def make_engine(budgets, *, operator=None, policy=None, in_flight=1, evaluate=None, graph=None,
                 progress=None, seed=0):
     graph = graph or SearchGraph()
@@ -100,7 +106,7 @@ def make_engine(budgets, *, operator=None, policy=None, in_flight=1, evaluate=No
         await asyncio.sleep(0.001)
         stats["now"] -= 1
         f = fitness(x_of(source))
-        return {"stage": "accepted", "fitness": f, "speedup": f, "reason": "ok"}
+        return verdict({"stage": "accepted", "fitness": f, "speedup": f, "reason": "ok"})
 
     engine = SearchEngine(graph=graph, operators=[operator or StepOperator()],
                           policy=policy or Greedy(), evaluate=evaluate or default_eval,
@@ -150,13 +156,13 @@ def test_target_and_plateau_stop_the_search():
 
 
 async def _const(f):
-    return {"stage": "accepted", "fitness": f, "speedup": f}
+    return verdict({"stage": "accepted", "fitness": f, "speedup": f})
 
 
 def test_time_budget():
     async def slow(node, source):
         await asyncio.sleep(0.05)
-        return {"stage": "accepted", "fitness": 1.0 + node.id * 0.01, "speedup": 1.0}
+        return verdict({"stage": "accepted", "fitness": 1.0 + node.id * 0.01, "speedup": 1.0})
 
     engine, hooks, _ = make_engine(Budgets(max_evals=None, max_time_s=0.3, plateau_evals=None),
                                    evaluate=slow)
@@ -179,8 +185,9 @@ def test_rejected_candidates_get_fitness_zero_and_infra_failures_do_not():
         if x == 2:
             raise InfraError("worker node lost")
         if x % 2:
-            return {"stage": "correctness", "fitness": 0.0, "speedup": None, "reason": "wrong"}
-        return {"stage": "accepted", "fitness": fitness(x), "speedup": fitness(x)}
+            return verdict({"stage": "correctness", "fitness": 0.0, "speedup": None,
+                            "reason": "wrong"})
+        return verdict({"stage": "accepted", "fitness": fitness(x), "speedup": fitness(x)})
 
     engine, hooks, _ = make_engine(Budgets(max_evals=40, plateau_evals=None), evaluate=judge,
                                    operator=StepOperator(start=4, steps=(1, 2)))
@@ -254,9 +261,11 @@ def test_unknown_policy_lists_the_registered_ones():
 
 
 def test_acceptance_needs_the_interval_to_clear_one():
-    good = {"accepted": True, "stage": "accepted", "speedup": 1.3, "speedup_ci": [1.2, 1.4]}
-    noisy = {"accepted": True, "stage": "accepted", "speedup": 1.05, "speedup_ci": [0.97, 1.12]}
-    bad = {"accepted": False, "stage": "correctness", "speedup": None, "speedup_ci": None}
+    from kernelevolve.types import EvalResult
+
+    good = EvalResult(True, "accepted", "", speedup=1.3, speedup_ci=(1.2, 1.4))
+    noisy = EvalResult(True, "accepted", "", speedup=1.05, speedup_ci=(0.97, 1.12))
+    bad = EvalResult(False, "correctness", "", speedup=None, speedup_ci=None)
     out = decide([(3, noisy), (5, good)], "budget")
     assert out["kind"] == "improved" and out["node_id"] == 5 and "1.300x" in out["message"]
     out = decide([(3, noisy)], "budget")
@@ -282,7 +291,7 @@ def test_fitness_and_final_decision_follow_the_compile_baseline():
     assert results["compile"].fitness == pytest.approx(1.5)
     assert results["compile"].compile_speedup_ci[0] == pytest.approx(1.5)
     assert "1.500x over torch.compile" in results["compile"].reason
-    final = results["compile"].to_dict()
+    final = results["compile"]
     eager = decide([(3, final)], "budget")
     comp = decide([(3, final)], "budget", "compile")
     assert eager["speedup"] == pytest.approx(2.0)

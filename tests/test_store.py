@@ -15,14 +15,15 @@ from kernelevolve.store import (
     SCHEMA_VERSION, EvaluationExistsError, ObjectStore, Store, StoreError, schema)
 from kernelevolve.store.funnel import FUNNEL_KEYS, funnel_counts
 from kernelevolve.store.objects import sha256_hex
+from kernelevolve.types import CaseResult, EvalResult, SandboxFacts, TimingStats
 
 RUN_KW = dict(problem_path="examples/relu/problem.py", problem_hash="p" * 64, platform="cpu",
               config={"max_evals": 10, "policy": "ucb"}, fingerprint={"device": "cpu", "gcc": "12"})
 
 
-def result(stage: str, fitness: float = 0.0, speedup: float | None = None) -> dict:
-    return {"accepted": stage == "accepted", "stage": stage, "reason": f"stopped at {stage}",
-            "fitness": fitness, "speedup": speedup, "cases": [{"name": "small", "weight": 1.0}]}
+def result(stage: str, fitness: float = 0.0, speedup: float | None = None) -> EvalResult:
+    return EvalResult(accepted=stage == "accepted", stage=stage, reason=f"stopped at {stage}",
+                      fitness=fitness, speedup=speedup, cases=[CaseResult("small", 1.0)])
 
 
 @pytest.fixture
@@ -188,10 +189,63 @@ def test_record_evaluation_sets_verdict_once(store, run):
     with pytest.raises(EvaluationExistsError, match="never repeated"):
         store.record_evaluation(run.id, 1, result("accepted", 9.0, 9.0), wall_s=1.0)
     assert store.node(run.id, 1).fitness == 1.8 and store.eval_count(run.id) == 2
+    bogus = result("timing")
+    bogus.stage = "bogus"  # a result changed after it was made: the store still refuses it
     with pytest.raises(StoreError, match="stage"):
-        store.record_evaluation(run.id, 0, {"stage": "bogus"}, wall_s=0)
+        store.record_evaluation(run.id, 0, bogus, wall_s=0)
+    with pytest.raises(StoreError, match="not an EvalResult"):
+        store.record_evaluation(run.id, 0, {"stage": "timing"}, wall_s=0)
     with pytest.raises(StoreError, match="no node"):
         store.record_evaluation(run.id, 9, result("static"), wall_s=0)
+
+
+def test_a_result_read_back_is_the_evalresult_that_was_stored(store, run, ws):
+    """Every field survives SQLite: cases with their timings and intervals, the sandbox facts,
+    nested dicts; read back (in this process and in a fresh store) it is an equal EvalResult."""
+    timing = TimingStats(median_ms=2.0, q1_ms=1.9, q3_ms=2.2, min_ms=1.8, n=30)
+    case = CaseResult("big", 2.0, correct=True, max_abs_err=1e-6, ref_ms=4.0, cand_ms=2.0,
+                      speedup=2.0, speedup_ci=(1.8, 2.2), ref_timing=timing, cand_timing=timing,
+                      held_out=False, bytes_moved=1 << 20, sol_bound="memory",
+                      profile={"cpu_s": 0.5})
+    stored = EvalResult(
+        accepted=True, stage="accepted", reason="2.000x", speedup=2.0, speedup_ci=(1.8, 2.2),
+        fitness=2.0, measured=True, sol_fraction=0.4, cases=[case, CaseResult("held", 1.0,
+                                                                              held_out=True)],
+        fingerprint={"device": "cpu"}, sandbox=SandboxFacts(method="bwrap", warnings=["w"]),
+        language="cpp", problem="relu", source_hash="ab" * 32, wall_s=1.5,
+        integrity={"reference_ops": {"big": ["aten::relu"]}}, libraries=["/x/lib.so"],
+        builds=[{"name": "lib.so", "flags": ["-O3"]}], logs={"stdout": "hi"},
+        measured_on={"executor": "local"}, partial={})
+    store.add_node(run.id, parents=[], operator="seed", rationale="", source="a")
+    store.record_evaluation(run.id, 0, stored, wall_s=1.0)
+    back = store.evaluation(run.id, 0)
+    assert isinstance(back, EvalResult) and back == stored
+    assert isinstance(back.cases[0], CaseResult) and back.cases[0].speedup_ci == (1.8, 2.2)
+    assert isinstance(back.cases[0].cand_timing, TimingStats)
+    with Store.open(ws) as again:
+        assert dict(again.evaluations(run.id)) == {0: stored}
+
+
+def test_a_row_stored_by_an_older_version_still_reads(store, run):
+    """Rows written before fields existed (no intervals, no sandbox, no measured_on), with keys
+    since dropped and a stage this version does not know: read back typed, nothing lost that
+    the row held, the unknown stage kept in the reason as a rejection."""
+    store.add_node(run.id, parents=[], operator="seed", rationale="", source="a")
+    store.add_node(run.id, parents=[0], operator="tune", rationale="", source="b")
+    old = {"accepted": True, "stage": "accepted", "reason": "ok", "fitness": 1.4,
+           "speedup": 1.4, "gone_field": 3, "cases": [{"name": "c", "weight": 1.0,
+                                                       "ref_ms": 2.0, "old_case_key": 1}]}
+    retired = {"stage": "compile", "reason": "g++ failed", "fitness": 0.0}
+    with store._write() as conn:  # what an older kernelevolve wrote, bypassing this version
+        for node_id, row in ((0, old), (1, retired)):
+            conn.execute("INSERT INTO evaluations(run_id, node_id, created, wall_s, result) "
+                         "VALUES (?, ?, 0, 0, ?)", (run.id, node_id, json.dumps(row)))
+    first, second = store.evaluation(run.id, 0), store.evaluation(run.id, 1)
+    assert (first.accepted, first.stage, first.speedup, first.speedup_ci) == (
+        True, "accepted", 1.4, None)
+    assert first.cases == [CaseResult("c", 1.0, ref_ms=2.0)] and first.sandbox == SandboxFacts()
+    assert (second.accepted, second.stage) == (False, "run")
+    assert "'compile'" in second.reason and "g++ failed" in second.reason
 
 
 def test_infra_failure_is_not_a_verdict(store, run):

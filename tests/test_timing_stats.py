@@ -114,7 +114,7 @@ def test_a_one_to_one_candidate_is_no_safe_improvement():
             result = _result_from(cases, {"a": 2.0, "b": 1.0})
             lo, hi = result.speedup_ci
             straddles += lo <= 1.0 <= hi
-            finalists.append((node, result.to_dict()))
+            finalists.append((node, result))
         verdict = decide(finalists, "budget")
         false_improved += verdict["kind"] == "improved"
         if verdict["kind"] != "improved":
@@ -126,13 +126,13 @@ def test_a_one_to_one_candidate_is_no_safe_improvement():
 def test_a_real_speedup_is_improved_and_a_marginal_one_is_not():
     rng = np.random.default_rng(3)
     clear = _result_from({"a": paired(rng, 1.3, 1.0, 60)}, {"a": 1.0})
-    verdict = decide([(4, clear.to_dict())], "budget")
+    verdict = decide([(4, clear)], "budget")
     assert verdict["kind"] == "improved" and verdict["node_id"] == 4
     assert verdict["interval"][0] > 1.0
     assert math.isclose(verdict["speedup"], clear.speedup)
     # 1% faster under 8% shared and 5% own noise, 15 samples: not distinguishable from 1
     marginal = _result_from({"a": paired(rng, 1.01, 1.0, 15)}, {"a": 1.0})
-    assert decide([(5, marginal.to_dict())], "budget")["kind"] == "no_safe_improvement"
+    assert decide([(5, marginal)], "budget")["kind"] == "no_safe_improvement"
 
 
 def test_the_best_lower_bound_wins_not_the_best_point_estimate():
@@ -142,7 +142,7 @@ def test_the_best_lower_bound_wins_not_the_best_point_estimate():
     noisy = _result_from({"a": paired(rng, 1.6, 1.0, 8, shared=0.6, own=0.6, outliers=0.2)},
                          {"a": 1.0})
     assert noisy.speedup_ci[0] < 1.0 < steady.speedup_ci[0]
-    verdict = decide([(1, noisy.to_dict()), (2, steady.to_dict())], "budget")
+    verdict = decide([(1, noisy), (2, steady)], "budget")
     assert verdict["kind"] == "improved" and verdict["node_id"] == 2
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from kernelevolve.interrupts import stop_signals
+
+if TYPE_CHECKING:  # pragma: no cover - the summary is imported where a run has finished
+    from kernelevolve.report.summary import RunSummary
 
 err_console = Console(stderr=True)
 
@@ -67,11 +70,11 @@ def execute(run, json_path: Optional[Path], force: bool = False,
         print(json.dumps({"event": "outcome", **(run.outcome or {}),
                           "exit_code": exit_codes.for_outcome(outcome),
                           "best_kernel": str(run.best_path()) if run.best_path() else None,
-                          "llm_failures": summary.get("llm_failures")}, default=str))
+                          "llm_failures": summary.llm_failures}, default=str))
     else:
         _print_outcome(run, outcome, summary, console)
     if json_path:
-        json_path.write_text(json.dumps(summary, indent=2, default=str))
+        json_path.write_text(summary.to_json())
     raise typer.Exit(exit_codes.for_outcome(outcome))
 
 
@@ -91,21 +94,21 @@ def _say_how_it_starts(run) -> None:
                           "--seed-candidate FILE.")
 
 
-def _print_outcome(run, outcome: dict, summary: dict, console: Console) -> None:
+def _print_outcome(run, outcome: dict, summary: "RunSummary", console: Console) -> None:
     from kernelevolve.report.summary import calls_line, failure_line, measurement_notes
 
     style = {"improved": "bold green", "stopped_by_failures": "bold red"}.get(
         outcome["kind"], "bold yellow")
     console.print(f"[{style}]{escape(outcome['message'])}[/]", soft_wrap=True)
-    console.print(f"run {run.id}: {summary['evaluations']} evaluations, stopped: "
+    console.print(f"run {run.id}: {summary.evaluations} evaluations, stopped: "
                   f"{escape(outcome['stop_reason'])}", soft_wrap=True)
     for note in measurement_notes(summary):
         console.print(escape(note), soft_wrap=True, style="dim" if not note.startswith(
             "warning") else "yellow")
-    calls = calls_line(summary.get("cost"))
+    calls = calls_line(summary.cost)
     if calls:
         console.print(escape(calls), soft_wrap=True)
-    failures = failure_line(summary.get("llm_failures"))
+    failures = failure_line(summary.llm_failures)
     if failures:
         console.print(f"[bold red]{escape(failures)}[/]", soft_wrap=True)
     best = run.best_path()

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelevolve.harness.protocol.text import REASON_LABEL, fence, quoted
 from kernelevolve.search.graph import ROOT, SearchGraph
+from kernelevolve.types import EvalResult
 
 _OP_CLASSES = (
     (("softmax", "log_softmax"), ("softmax", "reduction")),
@@ -37,17 +38,23 @@ def op_tags(ops: list[str]) -> list[str]:
     return sorted(set(tags))
 
 
-def _reference_ops(result: dict[str, Any]) -> list[str]:
-    ops = (result.get("integrity") or {}).get("reference_ops") or {}
+def _reference_ops(result: EvalResult | None) -> list[str]:
+    ops = (result.integrity.get("reference_ops") if result else None) or {}
     return sorted({op for case_ops in ops.values() for op in case_ops})
 
 
-def _provenance(fp: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+def _language(result: EvalResult | None, default: str) -> str:
+    """The result's language; `default` where it recorded none ("unknown": EvalResult's own)."""
+    known = result.language if result is not None else ""
+    return default if known in ("", "unknown") else known
+
+
+def _provenance(fp: dict[str, Any], result: EvalResult | None) -> dict[str, Any]:
     from kernelevolve.plugins import library_keys
 
     return {"device": fp.get("device"), "driver": fp.get("driver"), "compiler": fp.get("cxx"),
             "libraries": {lib: fp.get(lib) for lib in ("torch", *library_keys())},
-            "shapes": [c.get("name") for c in result.get("cases", []) if not c.get("held_out")]}
+            "shapes": [c.name for c in (result.cases if result else []) if not c.held_out]}
 
 
 def _pattern(reason: str) -> str:
@@ -67,15 +74,15 @@ def learn_from_run(run: Any, graph: SearchGraph, outcome: dict[str, Any], fp: di
     paths: list[Path] = []
     node_id = outcome.get("node_id")
     if outcome.get("safe", outcome.get("kind") == "improved") and node_id is not None:
-        result = store.evaluation(run.id, node_id) or {}
-        language = result.get("language", "python")
+        result = store.evaluation(run.id, node_id)
+        language = _language(result, "python")
         chain, node = [], graph.get(node_id)
         while node.id != ROOT:
             chain.append(f"- node {node.id} ({node.operator}): {node.rationale[:300]}")
             node = graph.get(node.parents[0]) if node.parents else graph.get(ROOT)
-        cases = "\n".join(f"- {c['name']}: eager {c.get('ref_ms'):.4g} ms, kernel "
-                          f"{c.get('cand_ms'):.4g} ms, {c.get('speedup'):.2f}x"
-                          for c in result.get("cases", []) if c.get("speedup"))
+        cases = "\n".join(f"- {c.name}: eager {c.ref_ms:.4g} ms, kernel "
+                          f"{c.cand_ms:.4g} ms, {c.speedup:.2f}x"
+                          for c in (result.cases if result else []) if c.speedup)
         lo, hi = outcome.get("interval") or (None, None)
         body = (f"On problem `{name}` ({', '.join(_reference_ops(result)) or 'ops unknown'}), "
                 f"a {language} kernel reached {outcome['speedup']:.2f}x over eager PyTorch "
@@ -95,10 +102,10 @@ def learn_from_run(run: Any, graph: SearchGraph, outcome: dict[str, Any], fp: di
     for (stage, pattern), ids in failures.items():
         if len(ids) < RECURRING:
             continue
-        example = store.evaluation(run.id, ids[-1]) or {}
+        example = store.evaluation(run.id, ids[-1])
         # Notes reach later prompts: what a candidate printed stays fenced and labelled, with no
         # blank line, so the block stays one paragraph (knowledge/sections.py splits on them).
-        latest = "\n".join(ln for ln in (example.get("reason") or "").splitlines()[:12]
+        latest = "\n".join(ln for ln in (example.reason if example else "").splitlines()[:12]
                            if ln.strip())
         body = (f"On problem `{name}`, {len(ids)} candidates were rejected at the `{stage}` "
                 f"gate for the same reason:\n\n{fence(pattern, 'text')}\n\nThe latest one in "
@@ -107,7 +114,7 @@ def learn_from_run(run: Any, graph: SearchGraph, outcome: dict[str, Any], fp: di
                 "pattern, or fix its cause before anything else.")
         paths.append(write_learned_note(
             folder, title=f"{name}: recurring {stage} failure", body=body,
-            platforms=[cfg.platform], languages=[example.get("language", "any") or "any"],
+            platforms=[cfg.platform], languages=[_language(example, "any")],
             tags=op_tags(_reference_ops(example)) + ["learned-failure", stage],
             provenance=_provenance(fp, example), confidence=0.5))
     return paths

@@ -9,6 +9,7 @@ from kernelevolve.operators.base import Draft
 from kernelevolve.search.graph import ROOT, Node
 from kernelevolve.search.memory import history_table
 from kernelevolve.store import Store
+from kernelevolve.types import EvalResult
 
 if TYPE_CHECKING:  # pragma: no cover - the run imports these hooks
     from kernelevolve.run import Run
@@ -51,7 +52,7 @@ class StoreHooks:
         run.live_events = {k: len(self.store.events(self.run_id, k)) for k in self.LOUD}
         errors = self.store.events(self.run_id, "llm_error")
         run.live_last_llm_error = first_line(errors[-1].data.get("error")) if errors else None
-        self._results: dict[int, dict[str, Any]] = {}  # finished results do not change
+        self._results: dict[int, EvalResult] = {}  # finished results do not change
 
     def add_node(self, draft: Draft) -> Node:
         rec = self.store.add_node(self.run_id, parents=list(draft.parents), operator=draft.operator,
@@ -59,7 +60,7 @@ class StoreHooks:
         self.run._write_source(rec.id, draft.source)
         return node_from_record(rec)
 
-    def record(self, node: Node, result: dict[str, Any], wall_s: float) -> None:
+    def record(self, node: Node, result: EvalResult, wall_s: float) -> None:
         self.store.record_evaluation(self.run_id, node.id, result, wall_s)
         self._artifacts(node.id, result)
         graph = getattr(self.run, "live_graph", None)
@@ -69,16 +70,16 @@ class StoreHooks:
         self.store.add_elapsed(self.run_id, now - self._last_elapsed_save)
         self._last_elapsed_save = now
 
-    def _artifacts(self, node_id: int, result: dict[str, Any]) -> None:
+    def _artifacts(self, node_id: int, result: EvalResult) -> None:
         """Compiled libraries (content-addressed, so shared ones are stored once) and logs."""
         from pathlib import Path
 
-        for lib in result.get("libraries") or []:
+        for lib in result.libraries:
             path = Path(lib)
             if path.is_file():
                 self.store.add_artifact(self.run_id, node_id, "library", path.name,
                                         path.read_bytes())
-        for name, text in (result.get("logs") or {}).items():
+        for name, text in result.logs.items():
             self.store.add_artifact(self.run_id, node_id, "log", name, text)
 
     def infra_failure(self, node: Node, reason: str) -> None:
@@ -94,11 +95,11 @@ class StoreHooks:
     def source(self, node_id: int) -> str:
         return self.store.source(self.run_id, node_id)
 
-    def result(self, node_id: int) -> dict[str, Any]:
+    def result(self, node_id: int) -> EvalResult | None:
         if node_id not in self._results:
             found = self.store.evaluation(self.run_id, node_id)
-            if not found:
-                return {}
+            if found is None:
+                return None
             self._results[node_id] = found
         return self._results[node_id]
 
@@ -117,11 +118,11 @@ def first_line(text: Any, limit: int = 200) -> str:
     return (lines[0] if lines else "")[:limit]
 
 
-def node_from_record(rec: Any) -> Node:
-    status = "root" if rec.id == ROOT else rec.status
-    fitness = 1.0 if rec.id == ROOT else rec.fitness
-    return Node(id=rec.id, parents=tuple(rec.parents), operator=rec.operator,
-                rationale=rec.rationale, source_hash=rec.source_hash, status=status,
-                stage=rec.stage, fitness=fitness, speedup=rec.speedup, meta=dict(rec.meta or {}))
+def node_from_record(node: Node) -> Node:
+    """A stored node as the search sees it: the root is the reference, fitness 1.0 by
+    definition (stores written before the root had its own status say otherwise)."""
+    if node.id == ROOT:
+        node.status, node.fitness = "root", 1.0
+    return node
 
 

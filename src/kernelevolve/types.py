@@ -131,22 +131,41 @@ class EvalResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalResult":
-        data = dict(data)
-        cases = []
-        for c in data.pop("cases", []):
-            c = dict(c)
-            for key in ("ref_timing", "cand_timing", "compile_timing"):
-                if c.get(key) is not None:
-                    c[key] = TimingStats(**c[key])
-            if c.get("speedup_ci") is not None:
-                c["speedup_ci"] = tuple(c["speedup_ci"])
-            cases.append(CaseResult(**c))
-        sandbox = SandboxFacts.from_dict(data.pop("sandbox", {}))
+        """The inverse of `to_dict`, tolerant of results stored by older versions: unknown keys
+        are dropped, missing ones take their defaults, an unknown stage reads as "run" (a
+        rejection whose reason says what was stored)."""
+        data = dict(data or {})
+        cases = [_case(c) for c in data.pop("cases", None) or []]
+        sandbox = SandboxFacts.from_dict(data.pop("sandbox", None) or {})
         for key in ("speedup_ci", "compile_speedup_ci"):
-            if data.get(key) is not None:
-                data[key] = tuple(data[key])
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(cases=cases, sandbox=sandbox, **{k: v for k, v in data.items() if k in known})
+            data[key] = _pair(data.get(key))
+        data = _known(cls, data)
+        data.setdefault("accepted", False)
+        data.setdefault("reason", "")
+        if data.get("stage") not in STAGES:
+            data["reason"] = f"stored with stage {data.get('stage')!r}: {data['reason']}"
+            data["stage"], data["accepted"] = "run", False
+        return cls(cases=cases, sandbox=sandbox, **data)
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    return None if value is None else tuple(value)
+
+
+def _case(data: dict[str, Any]) -> CaseResult:
+    data = _known(CaseResult, dict(data))
+    for key in ("ref_timing", "cand_timing", "compile_timing"):
+        if data.get(key) is not None:
+            data[key] = TimingStats(**_known(TimingStats, data[key]))
+    data["speedup_ci"] = _pair(data.get("speedup_ci"))
+    data.setdefault("name", "")
+    data.setdefault("weight", 1.0)
+    return CaseResult(**data)
 
 
 def _clean(value: Any) -> Any:

@@ -84,7 +84,7 @@ def _row(run: Any) -> dict[str, Any]:
         measured = [f["speedup"] for f in outcome.get("finalists", [])
                     if f.get("speedup") is not None and f.get("stage") == "accepted"]
         speedup = max(measured) if measured else None
-    factor = compile_factor(r for _, r in store.evaluations(run.id))
+    factor = compile_factor(r.to_dict() for _, r in store.evaluations(run.id))
     safe = bool(outcome.get("safe"))
     # What the user gets: the kernel's speedup when it is a safe win, else eager (none here)
     delivered = speedup if safe else None

@@ -53,7 +53,8 @@ def promote(store: Store, registry: Registry, run_id: str, *, node: int | None =
     run = store.get_run(run_id)
     node_id = _pick_node(run, node)
     rec = store.node(run_id, node_id)
-    result = store.evaluation(run_id, node_id) or {}
+    stored = store.evaluation(run_id, node_id)  # the registry records it as JSON
+    result = stored.to_dict() if stored is not None else {}
     if not rec.accepted or not result.get("accepted"):
         raise RegistryError(f"node {node_id} of run {run_id} was not accepted (stage "
                             f"{rec.stage}); only a kernel that passed every gate can be promoted")

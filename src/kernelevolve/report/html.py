@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kernelevolve.report.summary import calls_line, failure_line, measurement_notes
+from kernelevolve.report.summary import (RunSummary, calls_line, failure_line,
+                                         measurement_notes)
 from kernelevolve.report.tool_traffic import traffic_html
 from kernelevolve.report.svg import (STAGE_COLORS, esc, fmt_x, funnel_svg, legend, node_kind,
                                      trajectory_svg, tree_svg)
@@ -112,30 +113,30 @@ def _num(value: Any, spec: str) -> str:
     return "–" if value is None else f"{value:{spec}}"
 
 
-def _header(s: dict) -> str:
-    outcome = s.get("outcome") or {}
+def _header(s: RunSummary) -> str:
+    outcome = s.outcome or {}
     kind = outcome.get("kind")
     cls = {"improved": "improved", "no_safe_improvement": "none", "nothing_to_search": "none",
            "stopped_by_failures": "failed"}.get(kind, "unknown")
     message = outcome.get("message") or ("no outcome yet" if not kind else kind.replace("_", " "))
-    best = s.get("best") or {}
-    failures = failure_line(s.get("llm_failures"))
-    calls = calls_line(s.get("cost"))  # every LLM call, failure and re-send, by cause
+    best = s.best or {}
+    failures = failure_line(s.llm_failures)
+    calls = calls_line(s.cost)  # every LLM call, failure and re-send, by cause
     stats = [
-        ("status", s.get("status") or "–"),
-        ("platform", s.get("platform") or "–"),
+        ("status", s.status or "–"),
+        ("platform", s.platform or "–"),
         ("best", (f"#{best['node_id']} · {fmt_x(best.get('speedup'))}"
                   if best.get("node_id") is not None else "none")),
-        ("evaluations", s.get("evaluations", 0)),
-        ("accepted", (s.get("funnel") or {}).get("accepted", 0)),
-        ("elapsed", _fmt_elapsed(s.get("elapsed_s"))),
-        (_cost_label(s.get("cost")), _fmt_cost(s.get("cost"))),
+        ("evaluations", s.evaluations),
+        ("accepted", (s.funnel or {}).get("accepted", 0)),
+        ("elapsed", _fmt_elapsed(s.elapsed_s)),
+        (_cost_label(s.cost), _fmt_cost(s.cost)),
     ]
     cards = "".join(f'<div class="stat"><span>{esc(k)}</span><b>{esc(v)}</b></div>'
                     for k, v in stats)
-    return (f'<header><h1>kernelevolve run <span class="mono">{esc(s.get("run_id"))}</span></h1>'
-            f'<div class="muted">problem <span class="mono">{esc(s.get("problem") or "–")}</span>'
-            f' · started {esc(_fmt_created(s.get("created")))}</div>'
+    return (f'<header><h1>kernelevolve run <span class="mono">{esc(s.run_id)}</span></h1>'
+            f'<div class="muted">problem <span class="mono">{esc(s.problem or "–")}</span>'
+            f' · started {esc(_fmt_created(s.created))}</div>'
             f'<div class="outcome {cls}" id="outcome">{esc(message)}</div>'
             + (f'<div class="outcome failed" id="llm-failures">{esc(failures)}</div>'
                if failures else "") +
@@ -143,7 +144,7 @@ def _header(s: dict) -> str:
             + "".join(f'<p class="{"warn" if n.startswith("warning") else "muted"}">'
                       f'{esc(n)}</p>' for n in measurement_notes(s))
             + (f'<p class="muted" id="llm-calls">{esc(calls)}</p>' if calls else "")
-            + f'<p class="muted">stop reason: {esc(s.get("stop_reason") or "–")}</p></header>')
+            + f'<p class="muted">stop reason: {esc(s.stop_reason or "–")}</p></header>')
 
 
 def _section(title: str, body: str, sid: str, note: str = "") -> str:
@@ -193,16 +194,16 @@ def _cases_table(cases: list[dict]) -> str:
     return f"<table>{head}{rows}</table>"
 
 
-def _best_section(s: dict) -> str:
-    best = s.get("best") or {}
-    if best.get("node_id") is None and not s.get("best_source"):
+def _best_section(s: RunSummary) -> str:
+    best = s.best or {}
+    if best.get("node_id") is None and not s.best_source:
         none = '<p class="muted">No candidate was accepted in this run.</p>'
         return _section("Best kernel", none, "best")
-    src = s.get("best_source")
+    src = s.best_source
     code = (f'<pre><code class="language-python">{esc(src)}</code></pre>' if src
             else '<p class="muted">Source not recorded.</p>')
-    body = (_cases_table(s.get("best_cases") or []) + '<h2 style="margin-top:14px">Source</h2>'
-            + code + _diff_body(s.get("best_diff")) + _logs_body(s.get("best_logs")))
+    body = (_cases_table(s.best_cases or []) + '<h2 style="margin-top:14px">Source</h2>'
+            + code + _diff_body(s.best_diff) + _logs_body(s.best_logs))
     return _section("Best kernel", body, "best",
                     f"node #{best.get('node_id')} · {fmt_x(best.get('speedup'))}")
 
@@ -241,8 +242,8 @@ def _diff_body(diff: dict | None) -> str:
             f'<pre class="diff" id="best-diff"><code>{text}</code></pre>')
 
 
-def _reference_section(s: dict) -> str:
-    src = s.get("reference_source")
+def _reference_section(s: RunSummary) -> str:
+    src = s.reference_source
     if not src:
         return ""
     return _section("Reference", f'<pre><code class="language-python">{esc(src)}</code></pre>',
@@ -283,16 +284,16 @@ def _nodes_table(nodes: list[dict], best_id: int | None) -> str:
             f"<table>{head}{''.join(rows)}</table></details>")
 
 
-def render_html(summary: dict) -> str:
-    """The whole report page for one run summary (the dict of `kernelevolve show RUN --json`)."""
-    s = summary or {}
-    nodes = [n for n in (s.get("nodes") or []) if isinstance(n, dict) and "id" in n]
-    best = s.get("best") or {}
+def render_html(summary: RunSummary) -> str:
+    """The whole report page for one run summary (what `kernelevolve show RUN --json` prints)."""
+    s = summary
+    nodes = [n for n in s.nodes if isinstance(n, dict) and "id" in n]
+    best = s.best or {}
     best_id = best.get("node_id")
-    outcome = s.get("outcome") or {}
+    outcome = s.outcome or {}
     interval = outcome.get("interval") if outcome.get("safe", outcome.get("kind") == "improved") \
         else None
-    cost = s.get("cost") or {}
+    cost = s.cost or {}
     by_model = cost.get("by_model") or {}
     parts = [
         _header(s),
@@ -301,39 +302,39 @@ def render_html(summary: dict) -> str:
                  "trajectory", "search-time fitness · points: each evaluation (rejected at 0) · "
                  "line: best so far · dashed: baseline · the header's figure is the finalists' "
                  "re-measurement"),
-        _section("Rejection funnel", funnel_svg(s.get("funnel") or {})
-                 if any((s.get("funnel") or {}).get(k) for k in ("proposed", "llm", "generation"))
+        _section("Rejection funnel", funnel_svg(s.funnel or {})
+                 if any((s.funnel or {}).get(k) for k in ("proposed", "llm", "generation"))
                  else
                  '<p class="muted">Nothing proposed yet.</p>', "funnel",
                  "what is left after each step; −N: lost there"),
         _best_section(s),
         _reference_section(s),
-        _section("Synthesizer coverage", f"<pre><code>{esc(s['synth_coverage'])}</code></pre>",
+        _section("Synthesizer coverage", f"<pre><code>{esc(s.synth_coverage)}</code></pre>",
                  "synth", "which ops were fused into which kernels, which stayed in torch")
-        if s.get("synth_coverage") else "",
+        if s.synth_coverage else "",
         _section("All nodes", _nodes_table(nodes, best_id) or
                  '<p class="muted">No nodes.</p>', "nodes"),
-        _section("Agent tool calls", traffic_html(s["tool_traffic"], esc), "tools",
+        _section("Agent tool calls", traffic_html(s.tool_traffic, esc), "tools",
                  "per proposal: each call's case, verdict, speedup and interval, seconds")
-        if s.get("tool_traffic") else "",
+        if s.tool_traffic else "",
         _section("Cost by model", _kv_table(by_model, "No LLM calls."), "cost") if by_model else "",
-        _section("Machine", "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in s["machine"])
+        _section("Machine", "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in s.machine)
                  + "</ul>", "machine", "measured where the kernels were timed")
-        if s.get("machine") else "",
-        _section("Platform fingerprint", _kv_table(s.get("fingerprint"),
+        if s.machine else "",
+        _section("Platform fingerprint", _kv_table(s.fingerprint,
                  "No fingerprint recorded."), "fingerprint"),
     ]
     return ("<!doctype html>\n"
             '<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>kernelevolve run {esc(s.get('run_id') or '?')}</title>"
+            f"<title>kernelevolve run {esc(s.run_id or '?')}</title>"
             f"<style>{CSS}</style></head><body><main>"
             + "".join(parts)
             + '<footer class="muted">Generated by kernelevolve · self-contained, no external '
               "resources</footer></main></body></html>\n")
 
 
-def write_html(summary: dict, path: str | Path) -> Path:
+def write_html(summary: RunSummary, path: str | Path) -> Path:
     """Write the report to `path` (UTF-8), creating parent folders; returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

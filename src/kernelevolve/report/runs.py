@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelevolve.errors import UsageError
+from kernelevolve.report.summary import RunSummary
 
 
 def print_runs(workspace: Path, as_json: bool) -> None:
@@ -84,33 +85,33 @@ def print_sol_cases(cases: list[dict[str, Any]], console: Console) -> None:
         console.print(line, highlight=False)
 
 
-def print_summary(s: dict[str, Any], console: Console) -> None:
-    outcome = s.get("outcome") or {}
+def print_summary(s: RunSummary, console: Console) -> None:
+    outcome = s.outcome or {}
     # Every string below that a run's data supplies is printed without markup: rationales come
     # from an LLM, reasons and messages may quote a candidate ("[green]ACCEPTED[/]" is text).
-    console.print(f"[bold]run {s['run_id']}[/] · {s['status']} · {s['platform']} · "
-                  f"{escape(str(s['problem']))}")
+    console.print(f"[bold]run {s.run_id}[/] · {s.status} · {s.platform} · "
+                  f"{escape(str(s.problem))}")
     console.print(f"outcome: {outcome.get('message', '(not finished)')}", markup=False)
-    console.print(f"stopped: {s.get('stop_reason') or '-'}; {s['evaluations']} evaluations in "
-                  f"{s['elapsed_s']:.1f} s of search", markup=False)
-    if s.get("best"):
-        b = s["best"]
+    console.print(f"stopped: {s.stop_reason or '-'}; {s.evaluations} evaluations in "
+                  f"{s.elapsed_s:.1f} s of search", markup=False)
+    if s.best:
+        b = s.best
         measured = "re-measured" if outcome.get("speedup") is not None else "search-time"
         console.print(f"best: node {b['node_id']}, {b['speedup']:.3f}x ({measured})"
                       + (f", {b['sol_fraction']:.0%} of speed of light"
                          if b.get("sol_fraction") is not None else ""))
-        print_sol_cases(s.get("best_cases") or [], console)
+        print_sol_cases(s.best_cases or [], console)
     from kernelevolve.report.summary import (calls_line, failure_line, measurement_notes,
                                              operators_line)
 
-    for note in [operators_line(s.get("operators")) or ""] + measurement_notes(s) + [
-            calls_line(s.get("cost")) or "", failure_line(s.get("llm_failures")) or ""]:
+    for note in [operators_line(s.operators) or ""] + measurement_notes(s) + [
+            calls_line(s.cost) or "", failure_line(s.llm_failures) or ""]:
         if note:
             console.print(note, highlight=False, soft_wrap=True, markup=False)
     from kernelevolve.store.funnel import funnel_text
 
-    console.print("funnel: " + funnel_text(s["funnel"]), highlight=False)
-    cost = s["cost"]
+    console.print("funnel: " + funnel_text(s.funnel), highlight=False)
+    cost = s.cost
     dollars = "unknown (unpriced model)" if cost["dollars"] is None else f"${cost['dollars']:.4f}"
     console.print(f"LLM cost: {cost['tokens']} tokens, {dollars}")
     for model, m in cost.get("by_model", {}).items():
@@ -119,20 +120,20 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
                       f"{m.get('retried', 0)} retried), "
                       f"{m['tokens_in']} in / {m['tokens_out']} out tokens, {usd}",
                       markup=False, emoji=False, highlight=False)  # "openai:m:..." is no emoji
-    if s.get("machine"):
-        console.print("machine: " + "; ".join(s["machine"]), highlight=False, soft_wrap=True)
-    if s.get("synth_coverage"):
-        console.print("synthesizer coverage:\n" + s["synth_coverage"], highlight=False,
+    if s.machine:
+        console.print("machine: " + "; ".join(s.machine), highlight=False, soft_wrap=True)
+    if s.synth_coverage:
+        console.print("synthesizer coverage:\n" + s.synth_coverage, highlight=False,
                       markup=False)
-    if s.get("tool_traffic"):  # --agent: the tool calls of each proposal
+    if s.tool_traffic:  # --agent: the tool calls of each proposal
         from kernelevolve.report.tool_traffic import traffic_lines
 
-        console.print("\n".join(["agent tool calls:"] + traffic_lines(s["tool_traffic"])),
+        console.print("\n".join(["agent tool calls:"] + traffic_lines(s.tool_traffic)),
                       highlight=False, markup=False, soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="nodes", title_justify="left")
     for col in ("id", "parents", "operator", "stage", "search-time fitness", "rationale"):
         table.add_column(col)
-    for n in s["nodes"]:
+    for n in s.nodes:
         fit = "-" if n["fitness"] is None else f"{n['fitness']:.3f}"
         table.add_row(str(n["id"]), ",".join(map(str, n["parents"])), n["operator"],
                       n["stage"] or n["status"], fit, Text((n["rationale"] or "")[:60]))

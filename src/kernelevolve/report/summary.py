@@ -1,68 +1,125 @@
-"""The run summary: one dict that `show --json`, the tables and the HTML report all read."""
+"""The run summary: one typed, frozen `RunSummary` that `show --json`, the tables and the HTML
+report all read; `to_dict()` / `to_json()` give the JSON `show --json` prints (its keys are a
+contract: scripts read them)."""
 from __future__ import annotations
 
+import dataclasses
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernelevolve.harness.protocol.stages import REJECT_STAGES
 from kernelevolve.platforms.machine_facts import machine_lines
 from kernelevolve.report.tool_traffic import tool_traffic
+from kernelevolve.types import EvalResult
 
 STAGE_KEYS = REJECT_STAGES
 # Speed-of-light fields of a case (types.CaseResult, harness/protocol/roofline.py)
 SOL_KEYS = ("bytes_moved", "flops", "sol_ms", "sol_bound", "sol_fraction", "achieved_gbs",
             "achieved_gflops")
+CASE_KEYS = ("name", "weight", "ref_ms", "cand_ms", "speedup", *SOL_KEYS)
 
 
-def run_summary(run: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunSummary:
+    """A run as its views read it. Nodes, the best node, the outcome and the funnel are the
+    JSON rows `show --json` prints; every field has an empty default (a report of a run that
+    has nothing yet)."""
+
+    run_id: str = ""
+    status: str | None = None
+    problem: str | None = None
+    platform: str | None = None
+    created: float | None = None
+    elapsed_s: float = 0.0
+    stop_reason: str | None = None
+    outcome: dict[str, Any] | None = None      # the run's stored outcome (search/acceptance.py)
+    best: dict[str, Any] | None = None         # node_id, speedup, fitness, interval, sol_fraction
+    funnel: dict[str, int] = field(default_factory=dict)
+    evaluations: int = 0
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    cost: dict[str, Any] = field(default_factory=dict)
+    llm_failures: dict[str, Any] | None = None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    machine: list[str] = field(default_factory=list)
+    best_source: str | None = None
+    best_cases: list[dict[str, Any]] | None = None
+    best_logs: dict[str, str] | None = None
+    reference_source: str | None = None
+    best_diff: dict[str, Any] | None = None
+    synth_coverage: str | None = None
+    operators: dict[str, Any] | None = None
+    baselines: dict[str, Any] = field(default_factory=dict)
+    tool_traffic: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunSummary":
+        """A summary from its JSON (a saved `--json` file); unknown keys are dropped."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def run_summary(run: Any) -> RunSummary:
     rec = run.record
     store = run.store
     outcome = rec.outcome or {}
-    nodes = []
     evaluations = store.evaluations(run.id)
-    order = {nid: i for i, (nid, _) in enumerate(evaluations)}
-    reasons = {nid: (result or {}).get("reason") for nid, result in evaluations}
-    for n in store.nodes(run.id):
-        root = n.id == 0
-        nodes.append({"id": n.id, "parents": list(n.parents), "operator": n.operator,
-                      "rationale": n.rationale, "stage": None if root else n.stage,
-                      "reason": None if root else reasons.get(n.id),
-                      "status": "root" if root else n.status,
-                      "fitness": 1.0 if root else n.fitness,
-                      "speedup": 1.0 if root else n.speedup, "order": order.get(n.id)})
+    nodes = _node_rows(store, run.id, evaluations)
     ranked = sorted((n for n in nodes if n["stage"] == "accepted" and n["fitness"] is not None),
                     key=lambda n: (-n["fitness"], n["id"]))
     best_id = outcome.get("node_id") if outcome.get("node_id") is not None else (
         ranked[0]["id"] if ranked else None)
-    best = None
-    best_source = best_cases = best_logs = None
+    best = best_source = best_cases = best_logs = None
     if best_id is not None:
         node = next(n for n in nodes if n["id"] == best_id)
+        result = _final_result(store, run.id, best_id) or store.evaluation(run.id, best_id)
         best = {"node_id": best_id, "speedup": outcome.get("speedup") or node["speedup"],
-                "fitness": node["fitness"], "interval": outcome.get("interval")}
+                "fitness": node["fitness"], "interval": outcome.get("interval"),
+                "sol_fraction": result.sol_fraction if result else None}
         best_source = store.source(run.id, best_id)
-        result = _final_result(store, run.id, best_id) or store.evaluation(run.id, best_id) or {}
-        best_cases = [{k: c.get(k) for k in ("name", "weight", "ref_ms", "cand_ms", "speedup",
-                                             *SOL_KEYS)}
-                      for c in result.get("cases", []) if not c.get("held_out")]
-        best["sol_fraction"] = result.get("sol_fraction")
-        best_logs = result.get("logs") or None  # what it printed (inert: harness/protocol/text.py)
-    return {
-        "run_id": run.id, "status": rec.status, "problem": rec.problem_path,
-        "platform": rec.platform, "created": rec.created, "elapsed_s": rec.elapsed_s,
-        "stop_reason": outcome.get("stop_reason") or _stop_reason(store, run.id),
-        "outcome": outcome or None, "best": best, "funnel": store.funnel(run.id),
-        "evaluations": store.eval_count(run.id), "nodes": nodes,
-        "cost": llm_cost(store, run.id), "llm_failures": llm_failures(store, run.id),
-        "fingerprint": rec.fingerprint or {}, "config": rec.config,
-        "machine": machine_lines(rec.fingerprint),
-        "best_source": best_source, "best_cases": best_cases, "best_logs": best_logs,
-        "reference_source": _source_or_none(store, run.id, 0),
-        "best_diff": _best_diff(store, run.id, nodes, best_id, best_source),
-        "synth_coverage": _synth_coverage(store, run.id, nodes),
-        "operators": operators_used(rec.config or {}, nodes),
-        "baselines": _baselines(store, run.id),
-        "tool_traffic": tool_traffic(store, run.id),  # the agent's tools, per proposal
-    }
+        best_cases = [{k: getattr(c, k) for k in CASE_KEYS}
+                      for c in (result.cases if result else []) if not c.held_out]
+        best_logs = (result.logs if result else None) or None  # inert: harness/protocol/text.py
+    return RunSummary(
+        run_id=run.id, status=rec.status, problem=rec.problem_path, platform=rec.platform,
+        created=rec.created, elapsed_s=rec.elapsed_s,
+        stop_reason=outcome.get("stop_reason") or _stop_reason(store, run.id),
+        outcome=outcome or None, best=best, funnel=store.funnel(run.id),
+        evaluations=store.eval_count(run.id), nodes=nodes,
+        cost=llm_cost(store, run.id), llm_failures=llm_failures(store, run.id),
+        fingerprint=rec.fingerprint or {}, config=rec.config,
+        machine=machine_lines(rec.fingerprint),
+        best_source=best_source, best_cases=best_cases, best_logs=best_logs,
+        reference_source=_source_or_none(store, run.id, 0),
+        best_diff=_best_diff(store, run.id, nodes, best_id, best_source),
+        synth_coverage=_synth_coverage(store, run.id, nodes),
+        operators=operators_used(rec.config or {}, nodes),
+        baselines=_baselines(evaluations),
+        tool_traffic=tool_traffic(store, run.id))  # the agent's tools, per proposal
+
+
+def _node_rows(store: Any, run_id: str,
+               evaluations: list[tuple[int, EvalResult]]) -> list[dict[str, Any]]:
+    """One JSON row per node; the root is the reference (fitness and speedup 1.0)."""
+    order = {nid: i for i, (nid, _) in enumerate(evaluations)}
+    reasons = {nid: result.reason for nid, result in evaluations}
+    rows = []
+    for n in store.nodes(run_id):
+        root = n.id == 0
+        rows.append({"id": n.id, "parents": list(n.parents), "operator": n.operator,
+                     "rationale": n.rationale, "stage": None if root else n.stage,
+                     "reason": None if root else reasons.get(n.id),
+                     "status": "root" if root else n.status,
+                     "fitness": 1.0 if root else n.fitness,
+                     "speedup": 1.0 if root else n.speedup, "order": order.get(n.id)})
+    return rows
 
 
 def operators_used(config: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,10 +139,10 @@ def operators_line(ops: dict[str, Any] | None) -> str | None:
             f"fitness relative to {'torch.compile' if ops.get('baseline') == 'compile' else 'eager PyTorch'}")
 
 
-def _baselines(store: Any, run_id: str) -> dict[str, Any]:
+def _baselines(evaluations: list[tuple[int, EvalResult]]) -> dict[str, Any]:
     from kernelevolve.search.baselines import figures
 
-    return figures(result for _, result in store.evaluations(run_id))
+    return figures(result for _, result in evaluations)
 
 
 def _source_or_none(store: Any, run_id: str, node_id: int) -> str | None:
@@ -122,12 +179,12 @@ def _synth_coverage(store: Any, run_id: str, nodes: list[dict[str, Any]]) -> str
     return "\n\n".join(lines) if lines else None
 
 
-def _final_result(store: Any, run_id: str, node_id: int) -> dict[str, Any] | None:
+def _final_result(store: Any, run_id: str, node_id: int) -> EvalResult | None:
     # Newest first: a run killed while re-measuring and then resumed measures its finalists
     # again, and its outcome comes from that last session.
     for event in reversed(store.events(run_id, "final_measurement")):
-        if event.data.get("node_id") == node_id:
-            return event.data.get("result")
+        if event.data.get("node_id") == node_id and event.data.get("result"):
+            return EvalResult.from_dict(event.data["result"])
     return None
 
 
@@ -139,12 +196,12 @@ def _stop_reason(store: Any, run_id: str) -> str | None:
 WIDE_INTERVAL = 0.25  # an interval wider than this fraction of its speedup gets a warning
 
 
-def measurement_notes(s: dict[str, Any]) -> list[str]:
+def measurement_notes(s: RunSummary) -> list[str]:
     """What a reader needs to square the figures: the answer is the finalists' re-measurement,
     not the search-time figure the live view showed; a wide interval is said with its width."""
-    outcome = s.get("outcome") or {}
+    outcome = s.outcome or {}
     notes = []
-    searched = [n for n in s.get("nodes") or [] if n.get("stage") == "accepted"
+    searched = [n for n in s.nodes if n.get("stage") == "accepted"
                 and n.get("fitness") is not None and n.get("id") != 0]
     top = max(searched, key=lambda n: n["fitness"], default=None)
     if outcome.get("speedup") is not None and top is not None:

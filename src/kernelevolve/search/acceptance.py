@@ -9,30 +9,34 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelevolve.types import EvalResult
 
-def decide(remeasured: list[tuple[int, dict[str, Any]]], stop_reason: str,
+
+def _judged(result: EvalResult, baseline: str) -> tuple[float | None, Any]:
+    """The speedup and interval judged: those over torch.compile with baseline "compile"."""
+    if baseline == "compile":
+        return result.compile_speedup, result.compile_speedup_ci
+    return result.speedup, result.speedup_ci
+
+
+def decide(remeasured: list[tuple[int, EvalResult]], stop_reason: str,
            baseline: str = "eager") -> dict[str, Any]:
-    """`remeasured`: (node id, EvalResult dict) for each finalist, best search fitness first.
+    """`remeasured`: (node id, EvalResult) for each finalist, best search fitness first.
 
     With baseline "compile" the speedup and interval judged are those over torch.compile."""
-    key, ci = (("compile_speedup", "compile_speedup_ci") if baseline == "compile"
-               else ("speedup", "speedup_ci"))
-    remeasured = [(nid, {**r, "speedup": r.get(key), "speedup_ci": r.get(ci)})
-                  for nid, r in remeasured]
+    judged = [(nid, r, *_judged(r, baseline)) for nid, r in remeasured]
     over = " over torch.compile" if baseline == "compile" else ""
-    accepted = [(nid, r) for nid, r in remeasured
-                if r.get("accepted") and r.get("speedup") is not None and r.get("speedup_ci")]
+    accepted = [(nid, speedup, ci) for nid, r, speedup, ci in judged
+                if r.accepted and speedup is not None and ci]
     base = {"stop_reason": stop_reason, "baseline": baseline, "finalists": [
-        {"node_id": nid, "stage": r.get("stage"), "speedup": r.get("speedup"),
-         "interval": r.get("speedup_ci")} for nid, r in remeasured]}
+        {"node_id": nid, "stage": r.stage, "speedup": speedup,
+         "interval": list(ci) if ci is not None else None} for nid, r, speedup, ci in judged]}
     if not accepted:
         why = "no candidate was accepted and measured" if not remeasured else \
             "no finalist passed the re-measurement"
         return {**base, "kind": "no_safe_improvement", "speedup": None, "interval": None,
                 "node_id": None, "message": f"no safe improvement: {why}"}
-    node_id, best = max(accepted, key=lambda item: (item[1]["speedup_ci"][0], item[1]["speedup"]))
-    lo, hi = best["speedup_ci"]
-    speedup = best["speedup"]
+    node_id, speedup, (lo, hi) = max(accepted, key=lambda item: (item[2][0], item[1]))
     if lo > 1.0:
         return {**base, "kind": "improved", "speedup": speedup, "interval": [lo, hi],
                 "node_id": node_id,

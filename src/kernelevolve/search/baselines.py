@@ -9,26 +9,28 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from kernelevolve.types import EvalResult
 
-def figures(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
+
+def figures(results: Iterable[EvalResult | None]) -> dict[str, Any]:
     """{"cases": {name: {"eager_ms", "compile_ms", and the case's speed-of-light cost:
     "bytes_moved", "flops", "sol_ms", "sol_bound"}}, "compile_error": str | None}; the latest
     result that timed a case wins."""
-    cases: dict[str, dict[str, float]] = {}
+    cases: dict[str, dict[str, Any]] = {}
     error = None
     for result in results:
         if not result:
             continue
-        error = error or (result.get("integrity") or {}).get("compile_baseline_error")
-        for case in result.get("cases") or []:
-            if case.get("held_out"):
+        error = error or result.integrity.get("compile_baseline_error")
+        for case in result.cases:
+            if case.held_out:
                 continue
-            row = cases.setdefault(case["name"], {})
-            for key, field in (("eager_ms", "ref_ms"), ("compile_ms", "compile_ms"),
-                               ("bytes_moved", "bytes_moved"), ("flops", "flops"),
-                               ("sol_ms", "sol_ms"), ("sol_bound", "sol_bound")):
-                if case.get(field) is not None:
-                    row[key] = case[field]
+            row = cases.setdefault(case.name, {})
+            for key, value in (("eager_ms", case.ref_ms), ("compile_ms", case.compile_ms),
+                               ("bytes_moved", case.bytes_moved), ("flops", case.flops),
+                               ("sol_ms", case.sol_ms), ("sol_bound", case.sol_bound)):
+                if value is not None:
+                    row[key] = value
     return {"cases": cases, "compile_error": error}
 
 
@@ -39,10 +41,10 @@ def compile_known(facts: dict[str, Any]) -> bool:
         bool(rows) and all("compile_ms" in row for row in rows.values()))
 
 
-def fitness_for(result: dict[str, Any], baseline: str) -> float | None:
+def fitness_for(result: EvalResult, baseline: str) -> float | None:
     """An accepted result's fitness relative to the run's baseline (None when not accepted or
     not timed against it). Runs stored before the first evaluation kept its speedup over eager
     apart from its speedup over torch.compile stored the latter as fitness; this realigns them."""
-    if not result.get("accepted"):
+    if not result.accepted:
         return None
-    return result.get("compile_speedup" if baseline == "compile" else "speedup")
+    return result.compile_speedup if baseline == "compile" else result.speedup

@@ -23,6 +23,7 @@ from kernelevolve.search.drafting import draft_cap, next_step, repairable
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.policies import Policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
+from kernelevolve.types import EvalResult
 
 
 MAX_EMPTY_ROUNDS = 6  # consecutive proposal rounds with nothing usable before giving up
@@ -32,14 +33,19 @@ STOPPED_BY_FAILURES = "stopped by failures"  # how a stop reason starts when an 
 
 class SearchHooks(Protocol):
     def add_node(self, draft: Draft) -> Node: ...
-    def record(self, node: Node, result: dict[str, Any], wall_s: float) -> None: ...
+    def record(self, node: Node, result: EvalResult, wall_s: float) -> None: ...
     def infra_failure(self, node: Node, reason: str) -> None: ...
     def event(self, kind: str, data: dict[str, Any]) -> None: ...
     def source(self, node_id: int) -> str: ...
-    def result(self, node_id: int) -> dict[str, Any]: ...
+    def result(self, node_id: int) -> EvalResult | None: ...
 
 
-Evaluate = Callable[[Node, str], Awaitable[dict[str, Any]]]
+Evaluate = Callable[[Node, str], Awaitable[EvalResult]]
+
+
+def _as_data(result: EvalResult | None) -> dict[str, Any]:
+    """A result as operators read it: JSON data, as the LLM and the agent's tools see it."""
+    return result.to_dict() if result is not None else {}
 
 
 def source_hash(source: str) -> str:
@@ -145,7 +151,7 @@ class SearchEngine:
     def _view(self, n: Node) -> ParentView:
         return ParentView(node_id=n.id, source=self.hooks.source(n.id), fitness=n.fitness,
                           stage=n.stage or "", reason=n.meta.get("reason", ""),
-                          meta=dict(n.meta), result=self.hooks.result(n.id))
+                          meta=dict(n.meta), result=_as_data(self.hooks.result(n.id)))
 
     def _context(self, parents: list[Node], want: int) -> ProposalContext:
         views = tuple(self._view(n) for n in parents)
@@ -299,7 +305,7 @@ class SearchEngine:
         task = asyncio.ensure_future(self._timed(node, source))
         self._evals[task] = node
 
-    async def _timed(self, node: Node, source: str) -> tuple[dict[str, Any], float]:
+    async def _timed(self, node: Node, source: str) -> tuple[EvalResult, float]:
         start = time.monotonic()
         result = await self.evaluate(node, source)
         return result, time.monotonic() - start
@@ -314,10 +320,10 @@ class SearchEngine:
             self._stalled = False
             self.on_change()
             return
-        node.status, node.stage = "done", result.get("stage")
-        node.fitness, node.speedup = result.get("fitness"), result.get("speedup")
-        node.sol_fraction = result.get("sol_fraction")
-        node.meta["reason"] = (result.get("reason") or "")[:2000]
+        node.status, node.stage = "done", result.stage
+        node.fitness, node.speedup = result.fitness, result.speedup
+        node.sol_fraction = result.sol_fraction
+        node.meta["reason"] = (result.reason or "")[:2000]
         node.order = self.progress.evals
         self.hooks.record(node, result, wall)
         self.policy.update(self.graph, node)

@@ -1,43 +1,20 @@
 """The search graph. A node is a candidate and its measured state; edges are transformations.
 
 Derived state (depth, buggy, stage reached, visits) is computed from links and results, never
-kept in flags that must be synchronised by hand. Node 0 is the root: the PyTorch reference
-itself (fitness 1.0 by definition: the baseline every speedup is relative to).
+kept in flags that must be synchronised by hand. `Node` is the store's node type
+(store/records.py): the graph holds what the store hands back, not a parallel copy. Node 0 is
+the root: the PyTorch reference itself (fitness 1.0 by definition: the baseline every speedup
+is relative to).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
+
+from kernelevolve.store.records import Node
+
+__all__ = ["ROOT", "Node", "SearchGraph"]
 
 ROOT = 0
-
-
-@dataclass
-class Node:
-    id: int
-    parents: tuple[int, ...]
-    operator: str
-    rationale: str
-    source_hash: str
-    status: str = "pending"             # pending | done | infra_failed | root
-    stage: str | None = None            # gate stage reached, "accepted" when it passed
-    fitness: float | None = None        # weighted speedup; 0 when rejected; None when unmeasured
-    speedup: float | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    order: int | None = None            # completion order among evaluations (0, 1, ...)
-    sol_fraction: float | None = None   # weighted fraction of the machine's speed of light
-
-    @property
-    def evaluated(self) -> bool:
-        return self.status == "done"
-
-    @property
-    def accepted(self) -> bool:
-        return self.status == "done" and self.stage == "accepted"
-
-    @property
-    def buggy(self) -> bool:
-        return self.status == "done" and self.stage != "accepted"
 
 
 class SearchGraph:

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from kernelevolve.harness.protocol.text import inline
 from kernelevolve.harness.protocol.timing import case_noise, clearly_below
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
+from kernelevolve.types import CaseResult, EvalResult
 
 CHARS_PER_TOKEN = 4  # a rough, conservative ratio for English and code
 KEEP_BEST = 3        # the best rows are never dropped
@@ -46,7 +47,7 @@ NOISY_LEGEND = ("noisy(xF) after a ms figure: that case's timings varied in that
                 "the machine's load moved them); differences under about F times on that case "
                 "are noise, not a change the code made.")
 
-Results = Callable[[int], "dict[str, Any] | None"]
+Results = Callable[[int], "EvalResult | None"]
 
 
 def _first_line(text: str, limit: int = 160) -> str:
@@ -77,26 +78,24 @@ def _is(value: Any, fitness: float) -> bool:
     return value is not None and abs(value - fitness) <= 1e-6 * abs(fitness)
 
 
-def fitness_interval(node: Node, result: dict[str, Any] | None) -> tuple[float, float] | None:
+def fitness_interval(node: Node, result: EvalResult | None) -> tuple[float, float] | None:
     """The 95% interval of the node's fitness: that of the speedup the fitness is (over eager,
     or over torch.compile), None where the evaluation recorded none."""
-    result = result or {}
-    if node.fitness is None:
+    if node.fitness is None or result is None:
         return None
-    for point, interval in (("speedup", "speedup_ci"), ("compile_speedup", "compile_speedup_ci")):
-        ci = result.get(interval)
-        if ci and _is(result.get(point), node.fitness):
+    for point, ci in ((result.speedup, result.speedup_ci),
+                      (result.compile_speedup, result.compile_speedup_ci)):
+        if ci and _is(point, node.fitness):
             return float(ci[0]), float(ci[1])
     return None
 
 
-def fitness_baseline(node: Node, result: dict[str, Any] | None) -> str:
+def fitness_baseline(node: Node, result: EvalResult | None) -> str:
     """What the node's fitness is a speedup over: "torch.compile" when it is the evaluation's
     compile speedup (--baseline compile), else "eager"."""
-    result = result or {}
-    if node.fitness is None or _is(result.get("speedup"), node.fitness):
+    if node.fitness is None or result is None or _is(result.speedup, node.fitness):
         return "eager"
-    if _is(result.get("compile_speedup"), node.fitness) or result.get("baseline") == "compile":
+    if _is(result.compile_speedup, node.fitness) or result.baseline == "compile":
         return "torch.compile"
     return "eager"
 
@@ -105,8 +104,8 @@ def _ci_text(ci: tuple[float, float] | None) -> str:
     return f" [{ci[0]:.3g}-{ci[1]:.3g}]" if ci else ""
 
 
-def _timed_cases(result: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return [c for c in (result or {}).get("cases", []) if not c.get("held_out")]
+def _timed_cases(result: EvalResult | None) -> list[CaseResult]:
+    return [c for c in (result.cases if result else []) if not c.held_out]
 
 
 def _eager_medians(nodes: list[Node], results: Results) -> dict[str, float]:
@@ -114,16 +113,16 @@ def _eager_medians(nodes: list[Node], results: Results) -> dict[str, float]:
     seen: dict[str, list[float]] = {}
     for node in nodes:
         for c in _timed_cases(results(node.id)):
-            if c.get("ref_ms"):
-                seen.setdefault(c.get("name"), []).append(c["ref_ms"])
+            if c.ref_ms:
+                seen.setdefault(c.name, []).append(c.ref_ms)
     return {name: sorted(v)[len(v) // 2] for name, v in seen.items()}
 
 
-def _noise(case: dict[str, Any], eager: dict[str, float]) -> float | None:
+def _noise(case: CaseResult, eager: dict[str, float]) -> float | None:
     """The factor under which differences on this case in this evaluation are noise, when it
     is noisy (its own timings varied, or the load moved its eager time off the run's median)."""
     factor = case_noise(case)
-    typical, ref = eager.get(case.get("name")), case.get("ref_ms")
+    typical, ref = eager.get(case.name), case.ref_ms
     if typical and ref:
         swing = max(ref / typical, typical / ref)
         if swing > EAGER_SWING:
@@ -131,10 +130,10 @@ def _noise(case: dict[str, Any], eager: dict[str, float]) -> float | None:
     return factor
 
 
-def _case_ms(result: dict[str, Any] | None, eager: dict[str, float]) -> str:
+def _case_ms(result: EvalResult | None, eager: dict[str, float]) -> str:
     cells = []
     for c in _timed_cases(result):
-        ms, noise = c.get("cand_ms"), _noise(c, eager)
+        ms, noise = c.cand_ms, _noise(c, eager)
         cell = "-" if ms is None else f"{ms:.3g}"
         factor = f"{noise:.2g}" if noise and noise < 10 else f"{noise or 0:.0f}"
         cells.append(cell + (f" noisy(x{factor})" if noise and ms is not None else ""))
@@ -145,13 +144,13 @@ def _fmt_ms(values: list[float | None]) -> str:
     return " / ".join("-" if v is None else f"{v:.3g}" for v in values) or "-"
 
 
-def _reason(node: Node, result: dict[str, Any] | None) -> str:
+def _reason(node: Node, result: EvalResult | None) -> str:
     """Why the node was rejected, as a table cell: the recorded reason's first line, quoted
     (it may quote the candidate's own output, which is data), or what is known without one."""
-    reason = _first_line(node.meta.get("reason") or (result or {}).get("reason"), 110)
+    reason = _first_line(node.meta.get("reason") or (result.reason if result else ""), 110)
     if reason:
         return inline(reason.replace("|", "/"))
-    stage = node.stage or (result or {}).get("stage")
+    stage = node.stage or (result.stage if result else None)
     return (f"no reason recorded (rejected at the {stage} stage)" if stage
             else "no reason recorded (the stage that rejected it is unknown)")
 
@@ -167,7 +166,7 @@ def history_table(graph: SearchGraph, results: Results | None = None,
                       key=lambda n: (-n.fitness, n.id))
     rejected = sorted((n for n in evaluated if not n.accepted), key=lambda n: -(n.order or 0))
     best = accepted[0] if accepted else None
-    cases = [c.get("name") for c in _timed_cases(results(evaluated[0].id))]
+    cases = [c.name for c in _timed_cases(results(evaluated[0].id))]
     eager = _eager_ms(evaluated, results)
     medians = _eager_medians(evaluated, results)
     head = [f"{len(evaluated)} evaluated: {len(accepted)} accepted, {len(rejected)} rejected."
@@ -206,7 +205,7 @@ def history_table(graph: SearchGraph, results: Results | None = None,
     return "\n".join(lines)
 
 
-def _best_text(best: Node, result: dict[str, Any] | None) -> str:
+def _best_text(best: Node, result: EvalResult | None) -> str:
     ci = fitness_interval(best, result)
     return (f" Best: node {best.id} at {best.fitness:.3f}x over {fitness_baseline(best, result)}"
             + (f" (95% interval {ci[0]:.3g}-{ci[1]:.3g})." if ci else "."))
@@ -229,9 +228,9 @@ def _swing_line(nodes: list[Node], results: Results, medians: dict[str, float]) 
     spans = {}
     for node in nodes:
         for c in _timed_cases(results(node.id)):
-            if c.get("ref_ms"):
-                lo, hi = spans.get(c.get("name"), (c["ref_ms"], c["ref_ms"]))
-                spans[c.get("name")] = (min(lo, c["ref_ms"]), max(hi, c["ref_ms"]))
+            if c.ref_ms:
+                lo, hi = spans.get(c.name, (c.ref_ms, c.ref_ms))
+                spans[c.name] = (min(lo, c.ref_ms), max(hi, c.ref_ms))
     moved = [f"`{name}` {lo:.3g}-{hi:.3g} ms" for name, (lo, hi) in spans.items()
              if hi > lo * EAGER_SWING]
     if not moved:
@@ -265,8 +264,8 @@ def _verdict(graph: SearchGraph, node: Node, best: Node | None, results: Results
 def _eager_ms(nodes: list[Node], results: Results) -> list[float | None]:
     for node in reversed(nodes):
         cases = _timed_cases(results(node.id))
-        if cases and all(c.get("ref_ms") is not None for c in cases):
-            return [c["ref_ms"] for c in cases]
+        if cases and all(c.ref_ms is not None for c in cases):
+            return [c.ref_ms for c in cases]
     return []
 
 

@@ -15,11 +15,11 @@ from kernelevolve.store.db import DB_NAME, DEFAULT_WORKSPACE, Store, default_wor
 from kernelevolve.store.errors import EvaluationExistsError, StoreError
 from kernelevolve.store.funnel import FUNNEL_KEYS
 from kernelevolve.store.objects import ObjectStore, sha256_hex
-from kernelevolve.store.records import ArtifactRecord, EventRecord, NodeRecord, RunRecord
+from kernelevolve.store.records import ArtifactRecord, EventRecord, Node, RunRecord
 from kernelevolve.store.schema import SCHEMA_VERSION
 
 __all__ = [
     "Store", "StoreError", "EvaluationExistsError", "ObjectStore", "SCHEMA_VERSION",
-    "RunRecord", "NodeRecord", "EventRecord", "ArtifactRecord", "FUNNEL_KEYS", "DB_NAME",
+    "RunRecord", "Node", "EventRecord", "ArtifactRecord", "FUNNEL_KEYS", "DB_NAME",
     "DEFAULT_WORKSPACE", "default_workspace", "sha256_hex",
 ]

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from kernelevolve.store.errors import EvaluationExistsError, StoreError
 from kernelevolve.store.funnel import funnel_counts
 from kernelevolve.store.records import (
-    ArtifactRecord, NodeRecord, artifact_from_row, from_json, node_from_row, to_json)
-from kernelevolve.types import STAGES
+    ArtifactRecord, Node, artifact_from_row, from_json, node_from_row, to_json)
+from kernelevolve.types import STAGES, EvalResult
 
 if TYPE_CHECKING:
     from kernelevolve.store.objects import ObjectStore
@@ -37,7 +37,7 @@ class NodesMixin:
 
     def add_node(self, run_id: str, *, parents: Iterable[int], operator: str, rationale: str,
                  source: str, meta: dict[str, Any] | None = None, cost: float = 0.0,
-                 status: str = "pending") -> NodeRecord:
+                 status: str = "pending") -> Node:
         """Store a candidate as the run's next node (ids 0, 1, 2, ...), status `pending`.
 
         `status="root"` marks the baseline node (the reference itself), which the funnel skips.
@@ -66,17 +66,17 @@ class NodesMixin:
                          (run_id, node_id, SOURCE_KIND, SOURCE_NAME, source_hash))
         return self.node(run_id, node_id)
 
-    def node(self, run_id: str, node_id: int) -> NodeRecord:
+    def node(self, run_id: str, node_id: int) -> Node:
         rows = self._query("SELECT * FROM nodes WHERE run_id = ? AND id = ?", (run_id, node_id))
         if not rows:
             raise StoreError(f"run {run_id} has no node {node_id}")
         return node_from_row(rows[0])
 
-    def nodes(self, run_id: str) -> list[NodeRecord]:
+    def nodes(self, run_id: str) -> list[Node]:
         return [node_from_row(r) for r in
                 self._query("SELECT * FROM nodes WHERE run_id = ? ORDER BY id", (run_id,))]
 
-    def node_by_source(self, run_id: str, source_hash: str) -> NodeRecord | None:
+    def node_by_source(self, run_id: str, source_hash: str) -> Node | None:
         """The first node of the run with this source, if any (dedup before evaluating)."""
         rows = self._query("SELECT * FROM nodes WHERE run_id = ? AND source_hash = ? "
                            "ORDER BY id LIMIT 1", (run_id, source_hash))
@@ -87,15 +87,18 @@ class NodesMixin:
 
     # -- evaluations -------------------------------------------------------------------------
 
-    def record_evaluation(self, run_id: str, node_id: int, result: dict[str, Any],
+    def record_evaluation(self, run_id: str, node_id: int, result: EvalResult,
                           wall_s: float) -> None:
-        """Store the node's one evaluation (full EvalResult dict) and its verdict, atomically."""
-        stage = result.get("stage")
+        """Store the node's one evaluation (the EvalResult as JSON) and its verdict, atomically."""
+        if not isinstance(result, EvalResult):
+            raise StoreError(f"evaluation of node {node_id} is a {type(result).__name__}, "
+                             "not an EvalResult")
+        stage = result.stage
         if stage not in STAGES:
             raise StoreError(f"evaluation of node {node_id} has stage {stage!r}; "
                              f"expected one of {STAGES}")
-        fitness, speedup = _finite(result.get("fitness", 0.0)), _finite(result.get("speedup"))
-        payload = to_json(result, f"evaluation of node {node_id}")
+        fitness, speedup = _finite(result.fitness), _finite(result.speedup)
+        payload = to_json(result.to_dict(), f"evaluation of node {node_id}")
         with self._write() as conn:
             self._require_node(conn, run_id, node_id)
             try:
@@ -125,14 +128,14 @@ class NodesMixin:
                                                          node_id))
             self._touch(conn, run_id)
 
-    def evaluation(self, run_id: str, node_id: int) -> dict[str, Any] | None:
+    def evaluation(self, run_id: str, node_id: int) -> EvalResult | None:
         rows = self._query("SELECT result FROM evaluations WHERE run_id = ? AND node_id = ?",
                            (run_id, node_id))
-        return from_json(rows[0][0]) if rows else None
+        return EvalResult.from_dict(from_json(rows[0][0])) if rows else None
 
-    def evaluations(self, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+    def evaluations(self, run_id: str) -> list[tuple[int, EvalResult]]:
         """(node_id, result) in completion order (the order they were recorded)."""
-        return [(r[0], from_json(r[1])) for r in self._query(
+        return [(r[0], EvalResult.from_dict(from_json(r[1]))) for r in self._query(
             "SELECT node_id, result FROM evaluations WHERE run_id = ? ORDER BY rowid", (run_id,))]
 
     def eval_count(self, run_id: str) -> int:

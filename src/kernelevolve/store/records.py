@@ -1,8 +1,9 @@
-"""Rows read back from the store, as small frozen dataclasses with JSON columns already decoded.
+"""Rows read back from the store, as small dataclasses with JSON columns already decoded.
 
 Why records instead of sqlite3.Row: callers (search engine, CLI, report) should not know column
-order or that `config` is stored as text; and a frozen record cannot be mistaken for live state
-(update the store, then read a fresh record).
+order or that `config` is stored as text. Run, event and artifact records are frozen, so they
+cannot be mistaken for live state (update the store, then read a fresh record); a `Node` is the
+search graph's own type, read fresh from the store on every call.
 """
 from __future__ import annotations
 
@@ -34,21 +35,27 @@ class RunRecord:
     elapsed_s: float = 0.0
 
 
-@dataclass(frozen=True)
-class NodeRecord:
-    run_id: str
+@dataclass
+class Node:
+    """A candidate and its measured state: the one node type of the search graph
+    (search/graph.py) and of the store, which hands back a fresh one on every read (changing it
+    changes nothing stored). Derived state (evaluated, accepted, buggy) is computed, never kept."""
+
     id: int
     parents: tuple[int, ...]
     operator: str
     rationale: str
     source_hash: str
-    status: str
-    stage: str | None
-    fitness: float | None
-    speedup: float | None
-    cost: float
-    meta: dict[str, Any]
-    created: float
+    status: str = "pending"             # pending | done | infra_failed | root
+    stage: str | None = None            # gate stage reached, "accepted" when it passed
+    fitness: float | None = None        # weighted speedup; 0 when rejected; None when unmeasured
+    speedup: float | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    order: int | None = None            # completion order among evaluations (0, 1, ...)
+    sol_fraction: float | None = None   # weighted fraction of the machine's speed of light
+    run_id: str = ""                    # the store's columns; empty for a node never stored
+    cost: float = 0.0
+    created: float = 0.0
 
     @property
     def evaluated(self) -> bool:
@@ -57,6 +64,10 @@ class NodeRecord:
     @property
     def accepted(self) -> bool:
         return self.status == "done" and self.stage == "accepted"
+
+    @property
+    def buggy(self) -> bool:
+        return self.status == "done" and self.stage != "accepted"
 
 
 @dataclass(frozen=True)
@@ -117,8 +128,8 @@ def run_from_row(row: sqlite3.Row) -> RunRecord:
         elapsed_s=row["elapsed_s"] or 0.0)
 
 
-def node_from_row(row: sqlite3.Row) -> NodeRecord:
-    return NodeRecord(
+def node_from_row(row: sqlite3.Row) -> Node:
+    return Node(
         run_id=row["run_id"], id=row["id"], parents=tuple(from_json(row["parents"]) or ()),
         operator=row["operator"], rationale=row["rationale"], source_hash=row["source_hash"],
         status=row["status"], stage=row["stage"], fitness=row["fitness"], speedup=row["speedup"],
