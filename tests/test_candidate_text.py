@@ -15,6 +15,7 @@ import sqlite3
 import pytest
 
 from conftest import CORPUS, example, run_cli
+from outcomes import assert_measured_exit
 from kernelevolve.harness.protocol.text import (LABEL, REASON_LABEL, clean, clean_tree, fence, inline,
                                       quoted)
 
@@ -191,8 +192,9 @@ def searched(tmp_path_factory):
     proc = _cli("optimize", str(example("softmax")), "--seed-candidate",
                 str(CORPUS / "bad_ansi_reason.py"), "--seed-candidate",
                 str(CORPUS / "good_ansi_print.py"), "--operator", "tune", "--max-evals", "2",
-                "--workspace", str(ws))
-    assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # improved, or not safely
+                "--workspace", str(ws), "--json", str(ws.parent / "s.json"))
+    assert_measured_exit(proc.returncode, json.loads((ws.parent / "s.json").read_text()),
+                         proc.stdout + proc.stderr)
     run_id = re.search(r"^run (\S+):", proc.stdout, re.M).group(1)
     return ws, run_id
 
@@ -261,8 +263,8 @@ def test_the_next_prompt_quotes_the_rejection_fenced_and_labelled(searched):
     for rec in records:
         graph.add(node_from_record(rec))
     memory = history_table(graph, lambda nid: store.evaluation(run_id, nid))
-    parent = ParentView(bad.id, store.source(run_id, bad.id), None, bad.stage, result.reason,
-                        result=result.to_dict())
+    parent = ParentView(bad.id, store.source(run_id, bad.id), None, bad.stage, result["reason"],
+                        result=result)
     ctx = ProposalContext(str(example("softmax")), "", "cpu", (parent,), frozenset(), (), 0,
                           memory=memory)
     system, user = PromptBuilder(str(example("softmax")), "cpu", "cpp").build(ctx, [])
@@ -314,9 +316,7 @@ def test_a_learned_failure_note_quotes_the_reason_as_data(tmp_path):
     for i in (1, 2, 3):
         graph.add(Node(i, (0,), "llm", "llm draft: x", f"h{i}", "done", "run", 0.0, None,
                        meta={"reason": reason}))
-    from kernelevolve.types import EvalResult
-
-    store = SimpleNamespace(evaluation=lambda run_id, nid: EvalResult(False, "run", reason))
+    store = SimpleNamespace(evaluation=lambda run_id, nid: {"reason": reason, "cases": []})
     run = SimpleNamespace(store=store, config=SimpleNamespace(platform="cpu"), id="r1",
                           record=SimpleNamespace(problem_path=str(example("softmax"))))
     (path,) = learn_from_run(run, graph, {}, {}, tmp_path)

@@ -11,6 +11,7 @@ import pytest
 from conftest import CORPUS, EXAMPLES, PROBLEMS, example, run_cli
 from llm_env import isolate_llm_env
 from llm_servers import Reply, ScriptedServer, prompt_of
+from outcomes import assert_measured_exit
 
 SECRET = "sk-very-secret-0123456789"
 KEY_VAR = "MYLLMCRED"  # deliberately not named like a secret: scrubbed because it is the key
@@ -61,8 +62,9 @@ def optimize(server: ScriptedServer, ws: Path, *extra: str, provider: str = "ope
             "--max-evals", str(evals), "--workspace", str(ws), "--json", str(ws / "s.json"),
             "--no-compile-figures", *extra]
     proc = run_cli(*args, env={KEY_VAR: SECRET}, timeout=900)
-    assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # improved / no safe one
-    return proc, json.loads((ws / "s.json").read_text())
+    summary = json.loads((ws / "s.json").read_text())
+    assert_measured_exit(proc.returncode, summary, proc.stdout + proc.stderr)
+    return proc, summary
 
 
 def _files_containing(root: Path, needle: bytes) -> list[Path]:
