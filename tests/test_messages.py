@@ -151,6 +151,7 @@ def test_measure_and_failure_replies_check_their_fields():
              "cases['small'].ref_ms[1]"),
             (lambda d: d["cases"]["small"].update(calls_per_batch=0),
              "cases['small'].calls_per_batch"),
+            (lambda d: d["cases"]["small"].update(threads="2"), "cases['small'].threads"),
             (lambda d: d.update(protocol="teleport"), "protocol")]:
         data = json.loads(json.dumps(good))
         spoil(data)

@@ -203,7 +203,7 @@ class MeasureCase:
     calls_per_batch: int | None = None
     samples: tuple[Mapping[str, Any], ...] | None = None
     cpu: Mapping[str, Any] | None = None
-    threads: Any = None
+    threads: int | None = None       # the candidate process's threads after timing
     outputs: tuple[tuple[Any, ...], ...] | None = None  # in-process: fresh values re-checked
     digests: tuple[str, ...] | None = None              # ...and their inputs' digests
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -237,7 +237,7 @@ class MeasureCase:
         return cls(ref_ms=ref, cand_ms=cand, loop_s=f.float("loop_s", 0.0, lo=0.0),
                    compile_ms=compile_ms, calls_per_batch=f.int("calls_per_batch", None, 1,
                                                                  _MAX_N),
-                   samples=samples, cpu=f.obj("cpu", None), threads=data.get("threads"),
+                   samples=samples, cpu=f.obj("cpu", None), threads=f.int("threads", None, 0, 1 << 20),
                    outputs=f.list("outputs", _tensors(f), None),
                    digests=f.list("digests", f.texts(), None),
                    details={k: v for k, v in dict(data).items() if k not in cls.TYPED})
