@@ -263,8 +263,8 @@ def test_the_next_prompt_quotes_the_rejection_fenced_and_labelled(searched):
     for rec in records:
         graph.add(node_from_record(rec))
     memory = history_table(graph, lambda nid: store.evaluation(run_id, nid))
-    parent = ParentView(bad.id, store.source(run_id, bad.id), None, bad.stage, result["reason"],
-                        result=result)
+    parent = ParentView(bad.id, store.source(run_id, bad.id), None, bad.stage, result.reason,
+                        result=result.to_dict())
     ctx = ProposalContext(str(example("softmax")), "", "cpu", (parent,), frozenset(), (), 0,
                           memory=memory)
     system, user = PromptBuilder(str(example("softmax")), "cpu", "cpp").build(ctx, [])
@@ -316,7 +316,9 @@ def test_a_learned_failure_note_quotes_the_reason_as_data(tmp_path):
     for i in (1, 2, 3):
         graph.add(Node(i, (0,), "llm", "llm draft: x", f"h{i}", "done", "run", 0.0, None,
                        meta={"reason": reason}))
-    store = SimpleNamespace(evaluation=lambda run_id, nid: {"reason": reason, "cases": []})
+    from kernelevolve.types import EvalResult
+
+    store = SimpleNamespace(evaluation=lambda run_id, nid: EvalResult(False, "run", reason))
     run = SimpleNamespace(store=store, config=SimpleNamespace(platform="cpu"), id="r1",
                           record=SimpleNamespace(problem_path=str(example("softmax"))))
     (path,) = learn_from_run(run, graph, {}, {}, tmp_path)

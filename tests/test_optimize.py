@@ -161,7 +161,7 @@ def test_python_api_optimize_and_load(tmp_path):
     assert run.outcome["message"]
     loaded = kernelevolve.Run.load(run.id, ws)
     assert loaded.summary() == run.summary()
-    assert loaded.best_source() == run.summary()["best_source"]
+    assert loaded.best_source() == run.summary().best_source
     assert (ws / "runs" / run.id / "best.py").is_file() == (run.outcome["kind"] == "improved")
 
 
@@ -274,20 +274,23 @@ def test_the_first_evaluation_times_torch_compile_but_its_fitness_is_over_the_ru
 
     with Store.open(ws) as store:
         first = store.evaluation(run_id, 1)
-    assert first["accepted"], first["reason"]
-    assert first["compile_speedup"] is not None, "the first evaluation timed torch.compile"
-    assert first["baseline"] == "eager"
-    assert first["fitness"] == pytest.approx(first["speedup"])
+    assert first.accepted, first.reason
+    assert first.compile_speedup is not None, "the first evaluation timed torch.compile"
+    assert first.baseline == "eager"
+    assert first.fitness == pytest.approx(first.speedup)
     node = next(n for n in show(ws, run_id)["nodes"] if n["id"] == 1)
-    assert node["fitness"] == pytest.approx(first["speedup"])
-    assert node["fitness"] != pytest.approx(first["compile_speedup"], rel=1e-9)
+    assert node["fitness"] == pytest.approx(first.speedup)
+    assert node["fitness"] != pytest.approx(first.compile_speedup, rel=1e-9)
 
 
 def test_a_run_stored_with_mixed_baselines_is_read_back_on_one():
     from kernelevolve.search.baselines import fitness_for
+    from kernelevolve.types import EvalResult
 
-    old_first = {"accepted": True, "baseline": "compile", "fitness": 3.87, "speedup": 7.78,
-                 "compile_speedup": 3.87}
+    old_first = EvalResult.from_dict({"accepted": True, "stage": "accepted",
+                                      "baseline": "compile", "fitness": 3.87, "speedup": 7.78,
+                                      "compile_speedup": 3.87})
     assert fitness_for(old_first, "eager") == pytest.approx(7.78)
     assert fitness_for(old_first, "compile") == pytest.approx(3.87)
-    assert fitness_for({"accepted": False, "fitness": 0.0}, "eager") is None
+    rejected = EvalResult.from_dict({"accepted": False, "stage": "timing", "fitness": 0.0})
+    assert fitness_for(rejected, "eager") is None

@@ -21,6 +21,7 @@ from kernelevolve.knowledge.applies import ProblemFacts
 from kernelevolve.knowledge.sections import choose, off_target, split
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.memory import history_table
+from kernelevolve.types import EvalResult
 
 KEY_VAR = "KE_PROMPT_TEST_KEY"
 GOOD = (EXAMPLES / "softmax" / "candidate_cpp.py").read_text()
@@ -48,7 +49,8 @@ def _graph() -> tuple[SearchGraph, dict]:
                    meta={"reason": reason}, order=order))
         cases = [{"name": n, "weight": 1.0, "ref_ms": 1.0, "cand_ms": 1.0 / fit if fit else None}
                  for n in ("big", "tail")]
-        results[nid] = {"stage": stage, "reason": reason, "cases": cases}
+        results[nid] = EvalResult.from_dict({"accepted": stage == "accepted", "stage": stage,
+                                             "reason": reason, "cases": cases})
     return g, results
 
 
@@ -71,7 +73,8 @@ def test_history_budget_drops_old_uninformative_rows_first():
     for i in range(5, 40):  # many old accepted rows, each slower than the best
         graph.add(Node(i, (0,), "llm", f"llm draft: Change: variant {i}", f"h{i}", "done",
                        "accepted", 1.1, 1.1, meta={"reason": "ok"}, order=i - 40))
-        results[i] = {"cases": [{"name": "big", "cand_ms": 0.9}, {"name": "tail", "cand_ms": 0.9}]}
+        results[i] = EvalResult.from_dict({"accepted": True, "stage": "accepted", "cases": [
+            {"name": "big", "cand_ms": 0.9}, {"name": "tail", "cand_ms": 0.9}]})
     text = history_table(graph, results.get, budget_tokens=300)
     assert len(text) <= 300 * 4 + 400
     assert "rows left out to fit the budget" in text
