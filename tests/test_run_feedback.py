@@ -321,6 +321,7 @@ def test_summary_diffs_the_best_kernel_against_its_parent(tmp_path):
     assert child != CANDIDATE.read_text()
     node = run.store.add_node(run.id, parents=[1], operator="tune", rationale="REPEAT 64 -> 1",
                               source=child)
+    from kernelevolve.report.summary import RunSummary
     from kernelevolve.types import EvalResult
 
     accepted = EvalResult(True, "accepted", "", fitness=2.0, speedup=2.0)
@@ -331,6 +332,15 @@ def test_summary_diffs_the_best_kernel_against_its_parent(tmp_path):
     assert s.reference_source == PROBLEM.read_text()
     assert s.best["node_id"] == node.id and s.best_diff["parent"] == 1
     assert "-REPEAT = 64" in s.best_diff["diff"] and "+REPEAT = 1" in s.best_diff["diff"]
+    # `show --json` keeps its keys (scripts read them), and reads back as the same summary
+    shown = json.loads(s.to_json())
+    assert list(shown) == [
+        "run_id", "status", "problem", "platform", "created", "elapsed_s", "stop_reason",
+        "outcome", "best", "funnel", "evaluations", "nodes", "cost", "llm_failures",
+        "fingerprint", "config", "machine", "best_source", "best_cases", "best_logs",
+        "reference_source", "best_diff", "synth_coverage", "operators", "baselines",
+        "tool_traffic"]
+    assert RunSummary.from_dict(shown) == s and shown["evaluations"] == 2
 
 
 def test_search_time_and_remeasured_figures_are_told_apart():
