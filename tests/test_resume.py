@@ -3,6 +3,7 @@ with a changed machine fingerprint. Real processes, real SQLite, real sandboxed 
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernelevolve.operators.tunables import read_config
+from outcomes import assert_measured_exit
 from test_optimize import (CANDIDATE, CLI_TIMEOUT, PROBLEM, cli, fast_timing, one_line,
                            show)
 
@@ -153,8 +155,9 @@ def test_sigkill_then_resume_repeats_no_evaluation(tmp_path):
     # Nothing changed but the status: the killed run said "running"; now it says the truth.
     assert _snapshot(ws, run_id) == {**before, "status": "interrupted"}
 
-    r = cli("resume", run_id, "--workspace", ws)
-    assert r.returncode in (0, 3), f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    r = cli("resume", run_id, "--workspace", ws, "--json", ws.parent / "resumed.json")
+    assert_measured_exit(r.returncode, json.loads((ws.parent / "resumed.json").read_text()),
+                         f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
 
     after = _snapshot(ws, run_id)
     assert after["status"] == "completed"
@@ -210,8 +213,9 @@ def test_changed_fingerprint_needs_force(tmp_path):
     assert "torch" in msg and "0.0-test" in msg and "--force" in msg
     assert _snapshot(ws, run.id)["evaluations"] == {}
 
-    r = cli("resume", run.id, "--workspace", ws, "--force")
-    assert r.returncode in (0, 3), f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    r = cli("resume", run.id, "--workspace", ws, "--force", "--json", ws.parent / "resumed.json")
+    assert_measured_exit(r.returncode, json.loads((ws.parent / "resumed.json").read_text()),
+                         f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
     loaded = Run.load(run.id, ws)
     assert loaded.status == "completed"
     assert loaded.store.eval_count(run.id) == 2
@@ -229,8 +233,9 @@ def test_sigkill_while_remeasuring_finalists_then_resume(tmp_path):
     before = _snapshot(ws, run_id)
     assert before["status"] != "completed" and len(before["evaluations"]) == max_evals
 
-    r = cli("resume", run_id, "--workspace", ws)
-    assert r.returncode in (0, 3), f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    r = cli("resume", run_id, "--workspace", ws, "--json", ws.parent / "resumed.json")
+    assert_measured_exit(r.returncode, json.loads((ws.parent / "resumed.json").read_text()),
+                         f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
     after = _snapshot(ws, run_id)
     assert after["status"] == "completed"
     assert after["nodes"] == before["nodes"] and after["evaluations"] == before["evaluations"]
