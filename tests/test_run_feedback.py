@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from outcomes import assert_measured_exit
 from conftest import CORPUS, example, run_cli
 from llm_servers import Reply, ScriptedServer
 from test_optimize import CANDIDATE, PROBLEM, one_line
@@ -278,8 +279,9 @@ def test_funnel_text_counts_survivors():
 def test_progress_without_a_terminal_is_one_line_per_evaluation(tmp_path):
     ws = tmp_path / "ws"
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
-            "--max-evals", 3, "--workspace", ws)
-    assert r.returncode in (0, 3), r.stdout + r.stderr
+            "--max-evals", 3, "--workspace", ws, "--json", tmp_path / "s.json")
+    assert_measured_exit(r.returncode, json.loads((tmp_path / "s.json").read_text()),
+                         r.stdout + r.stderr)
     lines = r.stdout.splitlines()
     evals = [line for line in lines if line.startswith("[") and "/3] node " in line]
     assert len(evals) == 3, r.stdout
@@ -293,16 +295,18 @@ def test_progress_without_a_terminal_is_one_line_per_evaluation(tmp_path):
 def test_json_lines_and_quiet(tmp_path):
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
             "--max-evals", 2, "--workspace", tmp_path / "ws", "--json-lines")
-    assert r.returncode in (0, 3), r.stdout + r.stderr
     events = [json.loads(line) for line in r.stdout.splitlines()]
+    assert_measured_exit(r.returncode, {"outcome": events[-1]}, r.stdout + r.stderr)
     kinds = [e["event"] for e in events]
     assert kinds.count("evaluation") == 2 and kinds[-1] == "outcome" and "phase" in kinds
     assert events[-1]["exit_code"] == r.returncode and events[-1]["message"]
     first = next(e for e in events if e["event"] == "evaluation")
     assert {"node", "operator", "stage", "speedup", "best", "evaluations", "budget"} <= set(first)
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
-            "--max-evals", 1, "--workspace", tmp_path / "ws", "--quiet")
-    assert r.returncode in (0, 3), r.stdout + r.stderr
+            "--max-evals", 1, "--workspace", tmp_path / "ws", "--quiet",
+            "--json", tmp_path / "quiet.json")
+    assert_measured_exit(r.returncode, json.loads((tmp_path / "quiet.json").read_text()),
+                         r.stdout + r.stderr)
     assert not any(line.startswith(("[", "phase:")) for line in r.stdout.splitlines())
     assert ("improved" in r.stdout) or ("no safe improvement" in r.stdout)
     r = cli("optimize", PROBLEM, "--quiet", "--json-lines", "--workspace", tmp_path / "ws")
