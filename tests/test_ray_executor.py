@@ -24,6 +24,7 @@ from outcomes import assert_measured_exit
 
 ray = pytest.importorskip("ray")
 
+from kernelevolve.candidate_file import read_candidate  # noqa: E402
 from kernelevolve.errors import ExecutorError  # noqa: E402
 from kernelevolve.executors.local import LocalExecutor  # noqa: E402
 from kernelevolve.executors.ray_actor import ActorSpec  # noqa: E402
@@ -149,7 +150,8 @@ class TestOneActor:
         assert remote.slots == 1 and remote.describe()["nodes"][0]["node_ip"] == "127.0.0.1"
 
         async def verdicts(executor):
-            return [await executor.evaluate(load_problem(p), c) for p, c, _ in PAIRS]
+            return [await executor.evaluate(load_problem(p), read_candidate(c))
+                    for p, c, _ in PAIRS]
 
         got = {name: asyncio.run(verdicts(executors[name])) for name in ("local", "ray")}
         for (problem, cand, stage), here, there in zip(PAIRS, got["local"], got["ray"]):
@@ -158,7 +160,7 @@ class TestOneActor:
             assert here.accepted == there.accepted
             assert here.reason.split(":")[0] == there.reason.split(":")[0]
             assert there.problem == str(Path(problem).resolve())  # the driver's paths, as local
-            assert there.candidate == str(cand.resolve())
+            assert there.candidate == here.candidate == read_candidate(cand).name
             assert there.sandbox.method == here.sandbox.method == "bwrap"
             assert there.sandbox.syscall_filter == here.sandbox.syscall_filter == "notify"
             assert there.sandbox.capabilities == "none" and there.sandbox.pid_namespace
@@ -184,8 +186,8 @@ class TestOneActor:
         assert any(Path("/tmp/ray").iterdir())  # the session folder is there on the host
         cand = PROBLEMS / "ray_hidden_candidate.py"
         # static rules off: the runtime isolation alone must hold (os.environ, Path.iterdir)
-        result = asyncio.run(executors["ray"].evaluate(load_problem(PROBLEM), cand,
-                                                       fast_options(static_rules=False)))
+        result = asyncio.run(executors["ray"].evaluate(
+            load_problem(PROBLEM), read_candidate(cand), fast_options(static_rules=False)))
         assert result.stage == "accepted", result.reason
 
     def test_containment_holds_on_an_actor(self, executors):
@@ -193,7 +195,7 @@ class TestOneActor:
         exactly as a local one does (static rules and library inspection off)."""
         cand = CORPUS / "bad_exec_cpp.py"
         result = asyncio.run(executors["ray"].evaluate(
-            load_problem(example("softmax")), cand,
+            load_problem(example("softmax")), read_candidate(cand),
             fast_options(static_rules=False, inspect_libraries=False)))
         assert result.stage == "load" and "syscall filter" in result.reason, result.reason
 
@@ -204,7 +206,7 @@ class TestOneActor:
         errors = []
         for name in ("local", "ray"):
             with pytest.raises(ProblemError) as err:
-                asyncio.run(executors[name].evaluate(problem, CANDIDATE))
+                asyncio.run(executors[name].evaluate(problem, read_candidate(CANDIDATE)))
             errors.append(str(err.value))
         assert errors[0] == errors[1]
         assert errors[0].startswith(problem.path) and "the reference is broken" in errors[0]
@@ -215,7 +217,7 @@ class TestOneActor:
         which the run stores as artifacts (as for a local result)."""
         remote = executors["ray"]
         monkeypatch.setattr(remote, "_driver_node", "a-driver-on-another-node")
-        result = asyncio.run(remote.evaluate(load_problem(PROBLEM), CANDIDATE))
+        result = asyncio.run(remote.evaluate(load_problem(PROBLEM), read_candidate(CANDIDATE)))
         assert result.accepted
         on_node = result.measured_on["libraries_on_node"]
         assert len(result.libraries) == len(on_node) == 1
@@ -262,7 +264,7 @@ def test_an_evaluation_whose_actor_always_dies_is_an_infra_failure(cluster):
     try:
         with pytest.raises(InfraError, match=r"evaluation lost 3 time\(s\) on the Ray cluster.*"
                                              r"not a verdict on the candidate"):
-            asyncio.run(executor.evaluate(load_problem(PROBLEM), CANDIDATE))
+            asyncio.run(executor.evaluate(load_problem(PROBLEM), read_candidate(CANDIDATE)))
     finally:
         executor.close()
     requeued = [d for kind, d in events if kind == "eval_requeued"]
@@ -280,11 +282,11 @@ def test_with_no_actor_left_the_executor_stops_instead_of_judging(cluster):
                            on_event=lambda kind, data: events.append((kind, data)))
     try:
         with pytest.raises(ExecutorError, match="no Ray evaluation actor is left") as err:
-            asyncio.run(executor.evaluate(load_problem(PROBLEM), CANDIDATE))
+            asyncio.run(executor.evaluate(load_problem(PROBLEM), read_candidate(CANDIDATE)))
         assert len(str(err.value).splitlines()) == 1 and "kernelevolve resume" in str(err.value)
         assert executor.slots == 0
         with pytest.raises(ExecutorError):  # and so does every later request, at once
-            asyncio.run(executor.evaluate(load_problem(PROBLEM), CANDIDATE))
+            asyncio.run(executor.evaluate(load_problem(PROBLEM), read_candidate(CANDIDATE)))
     finally:
         executor.close()
     assert [kind for kind, _ in events] == ["actor_failed", "eval_requeued", "actor_lost"]
@@ -384,7 +386,7 @@ def test_optimize_on_ray_survives_a_killed_actor_with_the_local_verdict(cluster,
     for result in results.values():  # every result names the node that measured it
         assert result.measured_on["executor"] == "ray"
         assert result.measured_on["node_id"] == started["nodes"][0]["node_id"]
-        assert result["fingerprint"]["hostname"] == socket.gethostname()
+        assert result.fingerprint["hostname"] == socket.gethostname()
     ray_stages = _verdicts(ws, s["run_id"])
 
     import kernelevolve
