@@ -81,6 +81,15 @@ def planted_secrets():
 
 
 @pytest.fixture
+def private_cache(tmp_path):
+    """A compile cache of the test's own (the corpus's cache attacks must not reach the session's)."""
+    from kernelevolve import knobs
+
+    with knobs.override(KERNELEVOLVE_CACHE_DIR=str(tmp_path / "cache")):
+        yield tmp_path / "cache"
+
+
+@pytest.fixture
 def write(tmp_path):
     """Write a file under tmp_path and return its path."""
     def _write(name: str, text: str) -> Path:
