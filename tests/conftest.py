@@ -23,6 +23,11 @@ if "KERNELEVOLVE_CACHE_DIR" not in os.environ:
 
     os.environ["KERNELEVOLVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelevolve-test-cache-")
 
+# Quick timing budgets for every run the tests start (optimize, bench, tune-model read
+# KERNELEVOLVE_CONFIG when no --config is given): the default final re-measurement alone (30 reps,
+# 1-6 s per case, three finalists) was most of a small search's time.
+os.environ.setdefault("KERNELEVOLVE_CONFIG", str(Path(__file__).resolve().parent / "quick_timing.toml"))
+
 # Short stage timeouts so the hang tests finish quickly; generous enough for a loaded CI box.
 TEST_STAGE_TIMEOUTS = {"start": 60, "problem": 120, "load": 120, "run": 10, "compile": 600,
                        "timing": 120}

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelevolve import knobs
 from kernelevolve.errors import UsageError
 from kernelevolve.harness.protocol.timing import TimingPolicy
 from kernelevolve.operators.registry import check_names
@@ -99,13 +100,16 @@ class RunConfig:
 
 
 
-_FLAT_KEYS = {"platform", "operators", "policy", "workers", "seed", "language", "notes",
+_FLAT_KEYS = {"final_top_k", "platform", "operators", "policy", "workers", "seed", "language", "notes",
               "allow_no_kernel", "strict", "max_in_flight", "sandbox", "executor", "ray_address",
               "stage_timeout", "baseline", "compile_figures", "time_compile",
               "agent", "agent_turns"}  # the LLM's tool loop (operators/agent.py)
 _BUDGET_KEYS = {"max_evals": "max_evals", "max_time": "max_time_s", "max_cost": "max_cost",
                 "max_tokens": "max_tokens", "target": "target_speedup",
                 "stop_at_sol": "stop_at_sol"}
+# [search_timing] and [final_timing] tables: the timing policy of the search's evaluations and
+# of the final re-measurement (harness/protocol/timing.py TimingPolicy's fields).
+_TIMING_KEYS = ("search_timing", "final_timing")
 _LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env", "llm_timeout", "llm_max_concurrency",
              "llm_temperature", "llm_max_failures")
 
@@ -113,16 +117,21 @@ _LLM_KEYS = ("llm", "llm_base_url", "llm_api_key_env", "llm_timeout", "llm_max_c
 def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
     """A RunConfig from an optional TOML file plus command-line flags (flags win; None = unset)."""
     values: dict[str, Any] = {}
+    label = "--config"
+    if path is None and knobs.default_config() is not None:
+        path, label = knobs.default_config(), "KERNELEVOLVE_CONFIG"
     if path is not None:
-        values.update(_read_toml(path))
+        values.update(_read_toml(path, label))
     values.update({k: v for k, v in flags.items() if v is not None})
-    unknown = set(values) - _FLAT_KEYS - set(_BUDGET_KEYS) - set(_LLM_KEYS)
+    known = _FLAT_KEYS | set(_BUDGET_KEYS) | set(_LLM_KEYS) | set(_TIMING_KEYS)
+    unknown = set(values) - known
     if unknown:
         raise UsageError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; known: "
-                         f"{', '.join(sorted(_FLAT_KEYS | set(_BUDGET_KEYS) | set(_LLM_KEYS)))}")
+                         f"{', '.join(sorted(known))}")
     budgets = {_BUDGET_KEYS[k]: values[k] for k in _BUDGET_KEYS if k in values}
     config = RunConfig(**{k: values[k] for k in _FLAT_KEYS if k in values},
-                       budgets=Budgets(**budgets))
+                       budgets=Budgets(**budgets),
+                       **{k: _timing(path, k, values[k]) for k in _TIMING_KEYS if k in values})
     if isinstance(config.operators, str):
         config.operators = [config.operators]
     if values.get("llm"):
@@ -147,18 +156,37 @@ def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
     return config
 
 
-def _read_toml(path: Any) -> dict[str, Any]:
+def _timing(path: Any, key: str, table: Any) -> TimingPolicy:
+    """A TimingPolicy from a config table, each field checked (a whole or real number above 0)."""
+    fields = {f.name: f.type for f in dataclasses.fields(TimingPolicy)}
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [{key}] must be a table of {', '.join(fields)}")
+    for name, value in table.items():
+        if name not in fields:
+            raise UsageError(f"{path}: [{key}] has no setting {name!r}; known: "
+                             f"{', '.join(fields)}")
+        whole = fields[name] in ("int", int)
+        low = -1 if name == "warmup" else 0
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) \
+                or not value > low:
+            raise UsageError(f"{path}: [{key}] {name} = {value!r}: must be a "
+                             + ("whole number" if whole else "number of seconds")
+                             + (" (0 or more)" if low < 0 else " above 0"))
+    return TimingPolicy(**table)
+
+
+def _read_toml(path: Any, label: str = "--config") -> dict[str, Any]:
     from pathlib import Path
 
     try:
         import tomllib
     except ImportError:  # pragma: no cover - Python 3.10
-        raise UsageError("--config needs Python 3.11+ (tomllib)") from None
+        raise UsageError(f"{label} needs Python 3.11+ (tomllib)") from None
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"--config {p}: no such file")
+        raise UsageError(f"{label} {p}: no such file")
     try:
         data = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"--config {p}: not valid TOML: {exc}") from None
+        raise UsageError(f"{label} {p}: not valid TOML: {exc}") from None
     return {k.replace("-", "_"): v for k, v in data.items()}

@@ -24,6 +24,13 @@ def cache_dir() -> Path:
     return Path(xdg) / "kernelevolve"
 
 
+def default_config() -> Path | None:
+    """A config file (TOML, the --config format) used by optimize, bench and tune-model when no
+    --config is given: this machine's or this project's defaults. KERNELEVOLVE_CONFIG."""
+    value = _get("KERNELEVOLVE_CONFIG")
+    return Path(value) if value else None
+
+
 def sandbox_mode() -> str:
     """How workers are isolated: auto (bwrap, else unshare, else none), bwrap, unshare, none."""
     return (_get("KERNELEVOLVE_SANDBOX", "auto") or "auto").lower()
