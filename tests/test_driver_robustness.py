@@ -130,7 +130,7 @@ class HostileWorker(Worker):
 
 @pytest.fixture
 def hostile(tmp_path):
-    limits = Limits(total_timeout=2.0, reply_slack_s=1.0, result_bytes=64 << 20)
+    limits = Limits(total_timeout=1.0, reply_slack_s=0.5, result_bytes=64 << 20)
     worker = HostileWorker(get_platform("cpu"), 1, limits, "auto", tmp_path / "pool",
                            BuildService(tmp_path / "cache"))
     yield worker
@@ -157,7 +157,7 @@ def test_hostile_server_bytes_become_outcomes_never_exceptions(hostile, tmp_path
         assert len(out.stderr_tail) <= 8192 and len(out.stdout_tail) <= 8192
         if out.status == "ok":
             assert isinstance(out.result, dict)
-        # the server's own limit (2 s) + the driver's slack (1 s) + a restart (~0.5 s), loaded
+        # the server's own limit (1 s) + the driver's slack (0.5 s) + a restart (~0.5 s), loaded
         assert elapsed < 60, f"a hostile reply held the driver for {elapsed:.1f} s"
         for entry in out.services:  # build requests that were garbage got refusals
             assert entry["ok"] is False
