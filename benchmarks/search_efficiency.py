@@ -44,6 +44,7 @@ from kernelevolve.operators.tunables import read_config
 from kernelevolve.operators.tune import TuneOperator, tune_meta
 from kernelevolve.search.engine import EngineConfig, SearchEngine, source_hash
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
+from kernelevolve.types import EvalResult
 from kernelevolve.search.policies import make_policy
 from kernelevolve.search.termination import Budgets, Progress
 
@@ -134,7 +135,7 @@ class MemoryHooks:
     def __init__(self, graph: SearchGraph, sources: dict[int, str]):
         self.graph, self.sources = graph, sources
         self.order: list[int] = []  # node ids in evaluation order
-        self.results: dict[int, dict[str, Any]] = {}
+        self.results: dict[int, EvalResult] = {}
 
     def add_node(self, draft: Draft) -> Node:
         node_id = max(self.graph.nodes) + 1
@@ -142,7 +143,7 @@ class MemoryHooks:
         return Node(node_id, draft.parents, draft.operator, draft.rationale,
                     source_hash(draft.source), meta=dict(draft.meta))
 
-    def record(self, node: Node, result: dict[str, Any], wall_s: float) -> None:
+    def record(self, node: Node, result: EvalResult, wall_s: float) -> None:
         assert node.id not in self.order, "a node was evaluated twice"
         self.order.append(node.id)
         self.results[node.id] = result
@@ -156,16 +157,16 @@ class MemoryHooks:
     def source(self, node_id: int) -> str:
         return self.sources[node_id]
 
-    def result(self, node_id: int) -> dict[str, Any]:
-        return self.results.get(node_id, {})
+    def result(self, node_id: int) -> EvalResult | None:
+        return self.results.get(node_id)
 
 
-async def _evaluate(node: Node, source: str) -> dict[str, Any]:
+async def _evaluate(node: Node, source: str) -> EvalResult:
     cfg = config_of(source)
     if rejected(cfg):
-        return {"stage": "run", "fitness": 0.0, "speedup": None, "reason": "out of registers"}
+        return EvalResult(accepted=False, stage="run", reason="out of registers", fitness=0.0)
     f = VALUES[cfg]
-    return {"stage": "accepted", "fitness": f, "speedup": f, "reason": ""}
+    return EvalResult(accepted=True, stage="accepted", reason="", speedup=f, fitness=f)
 
 
 METHODS = {  # name -> (policy, tune restart probability)

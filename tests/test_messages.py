@@ -91,6 +91,20 @@ def test_every_reply_round_trips_through_the_tensor_codec(job, reply):
     assert same(back.to_wire(), reply.to_wire())
 
 
+def test_a_reference_whose_float64_twin_overflowed_keeps_its_infinite_noise():
+    """tests/problems/synth_ops_rounding.py: the float64 re-run of a reference that reaches
+    float32's edge gives inf rounding noise; refusing it made the reference job 'malformed'."""
+    ref = ReferenceCase(outputs=(t([1.0, 2.0]),), digests=("a",),
+                        noise=((float("inf"), float("nan"), 0.5),))
+    back = reply_from_wire("reference", wire.decode(wire.encode(
+        ReferenceReply({"small": ref}).to_wire())))
+    assert back.cases["small"].noise == ((float("inf"), None, 0.5),)
+    with pytest.raises(MessageError, match=r"noise\[0\]\[0\]"):
+        reply_from_wire("reference", wire.decode(wire.encode(
+            ReferenceReply({"small": ReferenceCase(outputs=(t([1.0]),), digests=("a",),
+                                                   noise=((-1.0,),))}).to_wire())))
+
+
 def check_wire():
     return replies()[3][1].to_wire()
 
