@@ -39,7 +39,7 @@ def _query(db: Path, sql: str) -> tuple | None:
 
 
 def _killed_optimize(tmp_path: Path, ws: Path, max_evals: int, ready_sql: str,
-                     env: dict[str, str] | None = None) -> tuple[str, set[tuple[int, str]]]:
+                     ) -> tuple[str, set[tuple[int, str]]]:
     """Start `optimize` in its own process group, SIGKILL the group as soon as `ready_sql`
     (a one-value query on the store) returns true, wait until its sandboxed workers are gone
     too; returns the run id and the worker processes seen."""
@@ -51,8 +51,7 @@ def _killed_optimize(tmp_path: Path, ws: Path, max_evals: int, ready_sql: str,
              "--seed-candidate", str(CANDIDATE), "--operator", "tune",
              "--max-evals", str(max_evals),
              "--workspace", str(ws)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **(env or {})})
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     workers: set[tuple[int, str]] = set()
     deadline = time.monotonic() + CLI_TIMEOUT
     try:
@@ -229,15 +228,8 @@ def test_sigkill_while_remeasuring_finalists_then_resume(tmp_path):
     """Killed after the search stopped, between two finalists' re-measurements: resume measures
     no new candidate, re-measures the finalists and reports that session's measurements."""
     ws, max_evals = tmp_path / "ws", 2
-    # two finalists, so the kill falls between their re-measurements (the suite's quick config
-    # re-measures one)
-    config = tmp_path / "two_finalists.toml"
-    quick = Path(os.environ["KERNELEVOLVE_CONFIG"]).read_text()
-    assert "final_top_k = 1" in quick
-    config.write_text(quick.replace("final_top_k = 1", "final_top_k = 3"))
     run_id, _ = _killed_optimize(tmp_path, ws, max_evals,
-                                 "SELECT COUNT(*) FROM events WHERE kind = 'final_measurement'",
-                                 env={"KERNELEVOLVE_CONFIG": str(config)})
+                                 "SELECT COUNT(*) FROM events WHERE kind = 'final_measurement'")
     before = _snapshot(ws, run_id)
     assert before["status"] != "completed" and len(before["evaluations"]) == max_evals
 
