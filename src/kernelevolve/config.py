@@ -118,7 +118,7 @@ def build_config(path: Any, flags: dict[str, Any]) -> RunConfig:
     """A RunConfig from an optional TOML file plus command-line flags (flags win; None = unset)."""
     values: dict[str, Any] = {}
     label = "--config"
-    if path is None and knobs.default_config() is not None:
+    if path is None:
         path, label = knobs.default_config(), "KERNELEVOLVE_CONFIG"
     if path is not None:
         values.update(_read_toml(path, label))
