@@ -11,12 +11,13 @@ from kernelevolve.errors import UsageError
 def test_timing_tables_and_final_top_k_are_read(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("final_top_k = 2\n[search_timing]\nmin_reps = 7\nmax_time_s = 2.5\n"
-                    "[final_timing]\nwarmup = 0\nmin_time_s = 0.5\n")
+                    "[final_timing]\nwarmup = 0\nmin_time_s = 0.5\ntight = 1.2\n")
     config = build_config(path, {})
     assert config.final_top_k == 2
     assert (config.search_timing.min_reps, config.search_timing.max_time_s) == (7, 2.5)
     assert config.search_timing.min_time_s == RunConfig().search_timing.min_time_s
     assert (config.final_timing.warmup, config.final_timing.min_time_s) == (0, 0.5)
+    assert (config.final_timing.tight, config.search_timing.tight) == (1.2, None)
     assert RunConfig.from_dict(config.to_dict()) == config  # stored with the run, resumed alike
 
 
@@ -27,6 +28,7 @@ def test_timing_tables_and_final_top_k_are_read(tmp_path):
     ("[search_timing]\nmax_time_s = -1\n", "max_time_s = -1: must be a number of seconds"),
     ("[search_timing]\nwarmup = -1\n", "warmup = -1: must be a whole number (0 or more)"),
     ("search_timing = 3\n", "[search_timing] must be a table"),
+    ("[final_timing]\ntight = 1\n", "tight = 1: must be the widest speedup interval (hi/lo)"),
 ])
 def test_a_bad_timing_table_is_one_line_naming_the_setting(tmp_path, body, words):
     path = tmp_path / "c.toml"

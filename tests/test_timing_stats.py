@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from kernelevolve.harness.gates.scoring import score
-from kernelevolve.harness.protocol.timing import (NOISY_WIDTH, case_noise, clearly_below, separated,
-                                         speedup_interval, summarize, weighted_geomean,
-                                         weighted_interval)
+from kernelevolve.harness.protocol.timing import (NOISY_WIDTH, StopRule, TimingPolicy, case_noise,
+                                                  clearly_below, separated, speedup_interval,
+                                                  summarize, weighted_geomean, weighted_interval)
 from kernelevolve.search.acceptance import decide
 from kernelevolve.types import CaseResult, EvalResult
 
@@ -190,3 +190,55 @@ def test_quiet_cases_are_not_noisy_and_busy_or_burst_cases_are():
     timing_only = {"ref_timing": {"median_ms": 1.0, "q1_ms": 0.5, "q3_ms": 1.6},
                    "cand_timing": {"median_ms": 1.0, "q1_ms": 0.95, "q3_ms": 1.05}}
     assert case_noise(timing_only) == 3.2   # no interval (an old store): the wider q3/q1
+
+
+def _stop_after(policy: TimingPolicy, ref: np.ndarray, cand: np.ndarray,
+                rep_s: float) -> tuple[int, str]:
+    """Feed StopRule one paired sample at a time, each `rep_s` of wall time apart."""
+    stop = StopRule(policy)
+    for n in range(1, len(ref) + 1):
+        if stop.done(n, n, n * rep_s, ref[:n], cand[:n]):
+            return n, stop.why
+    return len(ref), "never"
+
+
+def test_the_stop_rule_waits_for_a_tight_interval_or_the_time_cap():
+    """`tight`: past the minimums, timing goes on until the paired interval is that narrow; a
+    quiet case stops at the minimums, a noisy one at the time cap, never before min_reps."""
+    rng = np.random.default_rng(7)
+    quiet = paired(rng, 2.0, 1.0, 400, shared=0.01, own=0.01, outliers=0.0)
+    noisy = paired(rng, 2.0, 1.0, 400, shared=0.4, own=0.4, outliers=0.1)
+    loose = TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=2.0)
+    tight = TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=2.0, tight=1.2)
+    assert _stop_after(loose, *noisy, rep_s=0.01) == (10, "minimums")  # 0.1 s at 10 ms a rep
+    assert _stop_after(tight, *quiet, rep_s=0.01) == (10, "tight")
+    n, why = _stop_after(tight, *noisy, rep_s=0.01)
+    assert why == "time cap" and n == 200  # 2.0 s: the interval never got to 1.2 wide
+    lo, hi = speedup_interval(*[s[:n] for s in noisy])
+    assert hi / lo > 1.2
+    n, why = _stop_after(TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=30.0, tight=1.3),
+                         *noisy, rep_s=0.01)
+    assert why == "tight" and 10 < n < 400
+    lo, hi = speedup_interval(*[s[:n] for s in noisy])
+    assert hi / lo <= 1.3
+    capped = TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=30.0, max_reps=50, tight=1.01)
+    assert _stop_after(capped, *noisy, rep_s=0.01) == (50, "rep cap")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("measurement", ["outside", "inprocess"])
+def test_each_timed_case_says_what_ended_its_timing(evaluator, measurement):
+    """Through the real measure job (both protocols): a width any timing reaches ends at once
+    ("tight"); one no timing reaches ends at the time cap, and the result says so per case."""
+    from dataclasses import replace
+
+    from conftest import example
+
+    problem, cand = example("softmax"), example("softmax").parent / "candidate_cpp.py"
+    for tight, max_time_s, why in ((50.0, 5.0, "tight"), (1.0001, 0.3, "time cap")):
+        policy = TimingPolicy(min_reps=5, min_time_s=0.05, max_time_s=max_time_s, tight=tight)
+        opts = replace(evaluator.options, timing=policy, measurement=measurement)
+        result = evaluator.evaluate(problem, cand, options=opts)
+        assert result.accepted, result.reason
+        timed = [c for c in result.cases if not c.held_out]
+        assert timed and all(c.timing_stop == why for c in timed), [c.timing_stop for c in timed]

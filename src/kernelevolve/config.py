@@ -165,6 +165,11 @@ def _timing(path: Any, key: str, table: Any) -> TimingPolicy:
         if name not in fields:
             raise UsageError(f"{path}: [{key}] has no setting {name!r}; known: "
                              f"{', '.join(fields)}")
+        if name == "tight":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 1:
+                raise UsageError(f"{path}: [{key}] tight = {value!r}: must be the widest "
+                                 "speedup interval (hi/lo) that ends timing, above 1 (e.g. 1.2)")
+            continue
         whole = fields[name] in ("int", int)
         low = -1 if name == "warmup" else 0
         if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) \

@@ -46,6 +46,9 @@ class CaseResult:
     cand_timing: TimingStats | None = None
     compile_timing: TimingStats | None = None
     held_out: bool = False               # derived by the harness, not declared by the problem
+    # What ended the case's timing loop: "minimums" (the policy's reps and time), "tight" (its
+    # interval reached the policy's `tight` width), "time cap" or "rep cap" (it did not).
+    timing_stop: str | None = None
     # Speed of light (harness/protocol/roofline.py), None where not counted or not timed:
     bytes_moved: int | None = None       # reference's minimal traffic: inputs, params, outputs
     flops: int | None = None             # FlopCounterMode over one reference forward

@@ -23,6 +23,7 @@ def score(result: EvalResult, cases: dict[str, Any]) -> None:
         case_result.ref_ms, case_result.cand_ms = ref.median_ms, cand.median_ms
         case_result.speedup = ref.median_ms / cand.median_ms
         case_result.speedup_ci = speedup_interval(data["ref_ms"], data["cand_ms"])
+        case_result.timing_stop = data.get("stopped")
         apply_profiles(result, case_result, data)
         calls = data.get("calls_per_batch") or 1  # samples are per call, of n-call batches
         measured_ms += calls * (sum(data["ref_ms"]) + sum(data["cand_ms"]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from kernelevolve.harness.protocol.timing import STOP_REASONS
 from kernelevolve.harness.protocol.fields import Fields, MessageError
 from kernelevolve.harness.protocol.stages import JOB_REPORTED
 
@@ -214,16 +215,18 @@ class MeasureCase:
     threads: int | None = None       # the candidate process's threads after timing
     outputs: tuple[tuple[Any, ...], ...] | None = None  # in-process: fresh values re-checked
     digests: tuple[str, ...] | None = None              # ...and their inputs' digests
+    stopped: str | None = None       # what ended the timing loop (protocol/timing.py StopRule)
     details: Mapping[str, Any] = field(default_factory=dict)
 
     TYPED = ("ref_ms", "cand_ms", "loop_s", "compile_ms", "calls_per_batch", "samples", "cpu",
-             "threads", "outputs", "digests")
+             "threads", "outputs", "digests", "stopped")
 
     def to_wire(self) -> dict[str, Any]:
         out = {**self.details, "ref_ms": list(self.ref_ms), "cand_ms": list(self.cand_ms),
                "loop_s": self.loop_s, "compile_ms": None if self.compile_ms is None
                else list(self.compile_ms), "calls_per_batch": self.calls_per_batch,
-               "cpu": None if self.cpu is None else dict(self.cpu), "threads": self.threads}
+               "cpu": None if self.cpu is None else dict(self.cpu), "threads": self.threads,
+               "stopped": self.stopped}
         if self.samples is not None:
             out["samples"] = [dict(s) for s in self.samples]
         if self.outputs is not None:
@@ -248,6 +251,7 @@ class MeasureCase:
                    samples=samples, cpu=f.obj("cpu", None), threads=f.int("threads", None, 0, 1 << 20),
                    outputs=f.list("outputs", _tensors(f), None),
                    digests=f.list("digests", f.texts(), None),
+                   stopped=f.str("stopped", None, STOP_REASONS),
                    details={k: v for k, v in dict(data).items() if k not in cls.TYPED})
 
     def scored(self) -> dict[str, Any]:

@@ -41,18 +41,70 @@ class TimingPolicy:
     max_reps: int = 1000       # beyond this a median moves less than the machine's noise
     min_time_s: float = 0.3    # wall time spent timing a case, at least
     max_time_s: float = 3.0    # wall budget per case; stops early even if min_time not reached
+    # Past min_reps and min_time, keep timing until the case's 95% speedup interval is at most
+    # this wide (hi/lo), or max_time_s is spent: a busy machine is measured longer, a quiet one
+    # stops at the minimums. None: stop at the minimums.
+    tight: float | None = None
+
+
+def tight_enough(policy: TimingPolicy, ref_ms: Sequence[float], cand_ms: Sequence[float]) -> bool:
+    """The stop rule's interval test: True when no `tight` width is asked for, or the paired
+    samples' 95% speedup interval (the bootstrap scoring uses, fewer resamples) is that narrow."""
+    if policy.tight is None:
+        return True
+    if min(len(ref_ms), len(cand_ms)) < 3:
+        return False
+    lo, hi = speedup_interval(ref_ms, cand_ms, resamples=300)
+    return lo > 0 and hi / lo <= policy.tight
+
+
+STOP_REASONS = ("minimums", "tight", "time cap", "rep cap")
+
+
+class StopRule:
+    """When a timing loop has enough: minimum samples and time, then (with `tight`) an interval
+    that narrow, checked at sample counts about 10% apart; always at max_reps or max_time_s.
+    `why` says which ended it: "minimums", "tight", "time cap" or "rep cap"."""
+
+    def __init__(self, policy: TimingPolicy):
+        self.policy, self.why, self._next_check = policy, "", 0
+
+    def done(self, reps: int, calls: int, elapsed: float, ref_ms: Sequence[float],
+             cand_ms: Sequence[float]) -> bool:
+        p = self.policy
+        if reps >= p.max_reps:
+            self.why = "rep cap"
+            return True
+        if reps >= 3 and elapsed >= p.max_time_s:
+            self.why = "time cap"
+            return True
+        if reps < p.min_reps or not (elapsed >= p.min_time_s or calls >= p.max_reps):
+            return False
+        if p.tight is None:
+            self.why = "minimums"
+            return True
+        if reps < self._next_check:
+            return False
+        self._next_check = reps + max(1, reps // 10)
+        if tight_enough(p, ref_ms, cand_ms):
+            self.why = "tight"
+            return True
+        return False
 
 
 def interleaved(fns: Sequence[Callable[..., Any]], sets: Sequence[list[Any]], timer,
                 policy: TimingPolicy,
-                before_rep: Callable[[int, list[Any]], None] | None = None) -> list[list[float]]:
-    """Time each function on rotating input sets; returns samples (ms) per function.
+                before_rep: Callable[[int, list[Any]], None] | None = None
+                ) -> tuple[list[list[float]], str]:
+    """Time each function on rotating input sets; returns samples (ms) per function and what
+    ended the loop (StopRule.why).
     `before_rep(rep, args)`, outside the timed region, may write new values into the set
     about to be timed."""
     for _ in range(policy.warmup):
         for i, fn in enumerate(fns):
             fn(*sets[i % len(sets)])
     samples: list[list[float]] = [[] for _ in fns]
+    stop = StopRule(policy)
     start = time.monotonic()
     rep = 0
     while True:
@@ -63,10 +115,9 @@ def interleaved(fns: Sequence[Callable[..., Any]], sets: Sequence[list[Any]], ti
         for i in order:
             samples[i].append(timer.time_ms(fns[i], args))
         rep += 1
-        elapsed = time.monotonic() - start
-        enough = rep >= policy.min_reps and elapsed >= policy.min_time_s
-        if enough or rep >= policy.max_reps or (rep >= 3 and elapsed >= policy.max_time_s):
-            return samples
+        cand = samples[1] if len(samples) > 1 else samples[0]  # [ref, cand, compiled?]
+        if stop.done(rep, rep, time.monotonic() - start, samples[0], cand):
+            return samples, stop.why
 
 
 def summarize(samples: Sequence[float]) -> TimingStats:

@@ -49,7 +49,7 @@ from kernelevolve.harness.worker.session import JobFailure, Session
 from kernelevolve.harness.worker.side_cpu import SideAccount, SideCPU
 from kernelevolve.harness.protocol.tensor_bytes import itemsize
 from kernelevolve.harness.worker.timed_link import TimedProcess, threads
-from kernelevolve.harness.protocol.timing import TimingPolicy
+from kernelevolve.harness.protocol.timing import StopRule, TimingPolicy
 from kernelevolve.harness.protocol.messages import JobRequest
 from kernelevolve.harness.protocol.replies import MeasureCase, MeasureReply
 
@@ -252,6 +252,7 @@ class CaseTiming:
         acct = {"cand_batches_cpu_s": 0.0, "ref_batches_cpu_s": 0.0, "total_cpu_s": 0.0,
                 "ref_batches_wall_s": 0.0, "cand_batches_wall_s": 0.0}
         rep = 0
+        stop = StopRule(self.policy)
         warm, fresh = (WARM_PAIRS if self.policy.warmup > 0 else 0), True
         start = time.monotonic()
         self.account = SideAccount(self.side)
@@ -284,18 +285,16 @@ class CaseTiming:
                 break
             self._generate()
             rep += 1
-            elapsed = time.monotonic() - start
             # A sample is a batch of n calls: max_reps counts calls (past it a median moves
             # less than the machine's noise), min_reps counts samples (for the bootstrap).
-            enough = elapsed >= self.policy.min_time_s or rep * self.n >= self.policy.max_reps
-            if (rep >= self.policy.min_reps and enough) or rep >= self.policy.max_reps or \
-                    (rep >= 3 and elapsed >= self.policy.max_time_s):
+            if stop.done(rep, rep * self.n, time.monotonic() - start, ref_ms, cand_ms):
                 break
         acct["total_cpu_s"] = self.cand.cpu_s() - cpu_start - self.setup_cpu_s
         acct["setup_cpu_s"] = self.setup_cpu_s
         acct.update(self.account.result(acct["total_cpu_s"] - acct["cand_batches_cpu_s"]))
         return {"ref_ms": ref_ms, "cand_ms": cand_ms, "compile_ms": comp_ms or None,
                 "loop_s": time.monotonic() - start, "calls_per_batch": self.n,
+                "stopped": stop.why or None,
                 "samples": samples, "cpu": acct, "threads": threads(self.cand.pid)}
 
     def _pair(self, rep: int, numbers: dict[str, Any], acct: dict[str, float]):

@@ -85,7 +85,7 @@ def job_measure(req: JobRequest, progress: JobContext) -> MeasureReply:
         started = clock()
         try:
             with torch.no_grad():
-                samples = interleaved(fns, sets[case.name], timer, policy,
+                samples, stopped = interleaved(fns, sets[case.name], timer, policy,
                                       _fresh_each_rep(session, case, req))
         except Exception as exc:  # noqa: BLE001
             raise JobFailure("timing", f"while timing case {case.name!r}:\n"
@@ -95,7 +95,7 @@ def job_measure(req: JobRequest, progress: JobContext) -> MeasureReply:
         progress.stage("run")
         result[case.name] = {"ref_ms": samples[0], "cand_ms": samples[1],
                              "compile_ms": samples[2] if len(samples) > 2 else None,
-                             "loop_s": loop_s, "profile_unavailable": INPROCESS_NO_PROFILE,
+                             "loop_s": loop_s, "stopped": stopped, "profile_unavailable": INPROCESS_NO_PROFILE,
                              **_recheck_on_timed(session, case, cands[case.name], sets, fresh,
                                                  path)}
         if session.platform.profile_kinds and device_profile_on():
