@@ -12,7 +12,6 @@ import torch
 
 from kernelevolve.harness.driver.build_service import BuildService
 from kernelevolve.harness.driver.pool import Limits
-from kernelevolve.harness.driver.worker_handle import Worker
 from kernelevolve.harness.protocol import codec as wire
 from kernelevolve.harness.protocol.messages import (CaseSpec, CheckJob, Containment,
                                                     FingerprintJob, JobRequest, MachineJob,
@@ -23,6 +22,7 @@ from kernelevolve.harness.protocol.replies import (CheckCase, CheckReply, Failed
                                                    MeasureReply, ReferenceCase, ReferenceReply,
                                                    reply_from_wire)
 from kernelevolve.plugins import get_platform
+from scripted_worker import ScriptedWorker, server_source
 
 CASES = (CaseSpec("small", 1.0, {"N": 4}), CaseSpec("odd", 0.5, {"N": 7}, held_out=True))
 SEEDS = {"small": (1, 2), "odd": (3, 4)}
@@ -179,50 +179,34 @@ def test_measure_and_failure_replies_check_their_fields():
 
 
 # ---- through the real driver path --------------------------------------------------------------
-SCRIPTED_SERVER = r'''
-import json, os, socket, sys
-result_bytes, fd_sock = bytes.fromhex(sys.argv[1]), int(sys.argv[2])
-out = os.fdopen(os.dup(1), "wb", buffering=0)
-sock = socket.socket(fileno=fd_sock)
-def line(obj):
-    out.write((json.dumps(obj) + "\n").encode())
-line({"ready": True, "syscall_filter": "none", "landlock_abi": 0, "capabilities": 0})
-buf = b""
-while True:
-    chunk = os.read(0, 1 << 20)
-    if not chunk:
-        break
-    buf += chunk
-    while b"\n" in buf:
-        raw, buf = buf.split(b"\n", 1)
-        msg = json.loads(raw)
-        if msg.get("job") == "exit":
-            sys.exit(0)
-        _, fds, _, _ = socket.recv_fds(sock, 64, 2)
-        os.pwrite(fds[0], result_bytes, 0)
-        os.close(fds[0])
-        line({"id": msg["id"], "status": "exited", "code": 0, "stage": "run", "wall_s": 0.1})
-'''
+# Answers every job with the same result file (its bytes, hex, the server's argument).
+SAME_RESULT = server_source({"ready": True, "syscall_filter": "none", "landlock_abi": 0,
+                             "capabilities": 0}, r'''
+RESULT = bytes.fromhex(ARGS[0])
+
+def handle(job_id, result):
+    os.pwrite(result, RESULT, 0)
+    reply(job_id)
+''')
 
 
-class ScriptedWorker(Worker):
+class SameResultWorker(ScriptedWorker):
     """A worker server that answers every job with the same result file."""
+    script = SAME_RESULT
     result = b""
 
-    def server_command(self, fd_socket: int) -> list[str]:
-        import sys
-
-        return [sys.executable, "-c", SCRIPTED_SERVER, self.result.hex(), str(fd_socket)]
+    def server_args(self) -> list[str]:
+        return [self.result.hex()]
 
 
 @pytest.fixture
 def scripted(tmp_path):
     workers = []
 
-    def make(result: dict) -> ScriptedWorker:
-        worker = ScriptedWorker(get_platform("cpu"), 1, Limits(total_timeout=30.0),
-                                "none", tmp_path / f"pool{len(workers)}",
-                                BuildService(tmp_path / "cache"))
+    def make(result: dict) -> SameResultWorker:
+        worker = SameResultWorker(get_platform("cpu"), 1, Limits(total_timeout=30.0),
+                                  "none", tmp_path / f"pool{len(workers)}",
+                                  BuildService(tmp_path / "cache"))
         worker.result = wire.encode(result)
         workers.append(worker)
         worker.start()
