@@ -11,6 +11,7 @@ import pytest
 from conftest import CORPUS, EXAMPLES, PROBLEMS, example, run_cli
 from llm_env import isolate_llm_env
 from llm_servers import Reply, ScriptedServer, prompt_of
+from one_finalist import one_finalist_config
 from outcomes import assert_measured_exit
 
 SECRET = "sk-very-secret-0123456789"
@@ -152,27 +153,52 @@ def test_the_key_variable_is_scrubbed_from_workers(tmp_path, monkeypatch):
     assert out.status == "ok" and out.result["cases"]["d"]["outputs"][0][0].item() == 0.0
 
 
-def test_learned_note_is_written_and_retrieved_next_run(first_run, llm_env):
-    ws, _, summary, _, _ = first_run
-    learned = list((ws / "knowledge" / "learned").glob("*.md"))
-    assert learned, "the improved run wrote no learned note"
-    title = re.search(r"^title: (.+)$", learned[0].read_text(), re.M).group(1).strip("'\"")
-    with ScriptedServer(["No code this time."]) as server:
-        optimize(server, ws, evals=2)
-        prompts = [r.prompt for r in server.requests]
-    assert any(title in p for p in prompts), f"learned note {title!r} not in the next prompts"
+class SecondScript:
+    """The second run's model: a fused kernel, new to the workspace, whether drafting or
+    improving."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, request: dict) -> str:
+        self.calls += 1
+        return f"Fused.\n```python\n{GOOD}\n# second run, answer {self.calls}\n```"
 
 
 @pytest.mark.slow
-def test_anthropic_provider_end_to_end(tmp_path, llm_env):
-    with ScriptedServer(["Fused.\n```python\n" + GOOD + "```"]) as server:
-        _, summary = optimize(server, tmp_path / "ws", provider="anthropic",
-                              model="claude-haiku-4-5", evals=2)
-        paths = {r.path for r in server.requests}
-    assert any(p.endswith("/v1/messages") for p in paths)
+def test_anthropic_run_retrieves_the_learned_note_and_prices_the_model(first_run, llm_env):
+    """A second run in the first run's workspace, over the Anthropic protocol, without compile
+    figures: the first run's learned note reaches its prompts; the system prompt travels in
+    Anthropic's `system` field; the prompt says torch.compile was not timed."""
+    from test_prompt_context import _system_and_user
+
+    ws = first_run[0]
+    learned = list((ws / "knowledge" / "learned").glob("*.md"))
+    assert learned, "the improved run wrote no learned note"
+    title = re.search(r"^title: (.+)$", learned[0].read_text(), re.M).group(1).strip("'\"")
+    with ScriptedServer(handler=SecondScript()) as server:
+        _, summary = optimize(server, ws, "--config", str(one_finalist_config(ws.parent)),
+                              provider="anthropic", model="claude-haiku-4-5", evals=3)
+        requests = list(server.requests)
+    prompts = [r.prompt for r in requests]
+    assert any(title in p for p in prompts), f"learned note {title!r} not in the next prompts"
+    assert any(r.path.endswith("/v1/messages") for r in requests)
     assert any(n["operator"] == "llm" and n["stage"] == "accepted" for n in summary["nodes"])
     cost = summary["cost"]["by_model"]["anthropic:claude-haiku-4-5"]
     assert cost["dollars"] is not None and cost["dollars"] > 0  # a priced model
+    # (moved from test_prompt_context.py, whose one search speaks the OpenAI protocol)
+    modes = set()
+    for req in requests:
+        system, user = _system_and_user(req)
+        assert "C++ (CPU): `from kernelevolve.runtime import load_cpp" in user
+        improving = "## Parent candidate" in user
+        assert ("SEARCH/REPLACE" in system) == improving, system
+        modes.add(improving)
+    assert modes == {False, True}  # a draft and an improvement were both asked for
+    later = prompts[-1]  # --no-compile-figures: eager only, and the prompt says so
+    rows = re.findall(r"^\| (\S+) \| ([\d.]+) \| - \| [\d.]+ \(eager\) \|$", later, re.M)
+    assert {r[0] for r in rows} == {"512x2048", "128x8192", "tail_131x999"}, later[:3000]
+    assert "(torch.compile not timed in this run)" in later
 
 
 @pytest.mark.slow
