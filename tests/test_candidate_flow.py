@@ -36,15 +36,17 @@ def test_read_candidate_checks_and_reads_once(tmp_path):
 @pytest.mark.slow
 def test_the_local_executor_evaluates_text_with_no_file_behind_it(tmp_path):
     """The name is a path that does not exist: only the text can have reached the worker."""
+    from kernelevolve.config import build_config
     from kernelevolve.executors.local import LocalExecutor
-    from kernelevolve.harness.driver.evaluate import Evaluator
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
     from kernelevolve.harness.driver.pool import Limits
     from kernelevolve.problem import load_problem
 
     missing = tmp_path / "gone" / "node7.py"
     cand = Candidate(CANDIDATE.read_text(), str(missing))
+    quick = EvalOptions(timing=build_config(None, {}).search_timing)  # the suite's quick timing
     executor = LocalExecutor(Evaluator("cpu", limits=Limits(stage_timeouts=dict(
-        TEST_STAGE_TIMEOUTS))), 1)
+        TEST_STAGE_TIMEOUTS)), options=quick), 1)
     try:
         result = asyncio.run(executor.evaluate(load_problem(PROBLEM), cand))
     finally:
@@ -58,12 +60,15 @@ def test_the_local_executor_evaluates_text_with_no_file_behind_it(tmp_path):
 def test_optimize_evaluates_the_stored_source_not_the_node_file(tmp_path):
     """A node file overwritten before the search starts does not matter: the seed is evaluated
     from the store (the old path read nodes/node1.py back and was rejected at the static gate)."""
+    from kernelevolve.config import build_config
     from kernelevolve.run import Run, RunConfig
     from kernelevolve.search.termination import Budgets
     from kernelevolve.store import Store
 
     ws = tmp_path / "ws"
-    config = RunConfig(operators=["tune"], budgets=Budgets(max_evals=1), final_top_k=1)
+    quick = build_config(None, {})  # the suite's quick timing (KERNELEVOLVE_CONFIG)
+    config = RunConfig(operators=["tune"], budgets=Budgets(max_evals=1), final_top_k=1,
+                       search_timing=quick.search_timing, final_timing=quick.final_timing)
     run = Run.create(PROBLEM, config, seeds=[CANDIDATE], workspace=ws)
     node_file = ws / "runs" / run.id / "nodes" / "node1.py"
     assert node_file.read_text() == CANDIDATE.read_text()  # the users' copy is still written

@@ -117,17 +117,19 @@ def test_stop_signals_handles_both_signals_and_restores_them():
 
 
 @pytest.mark.slow
-def test_the_search_loop_stops_on_a_kept_request(tmp_path):
+def test_the_search_loop_stops_on_a_kept_request(tmp_path, monkeypatch):
     """With a stop requested (and swallowed) before, a search raises KeyboardInterrupt at its
     loop's next turn and the run is recorded as interrupted, resumable."""
     import kernelevolve
     from kernelevolve.run import Run
+    from test_optimize import quick_api_timing
 
+    quick_api_timing(monkeypatch)
     interrupts.terminate.__globals__["_requested"] = True  # as if the handler had fired
     with pytest.raises(KeyboardInterrupt):
         kernelevolve.optimize(PROBLEMS / "tunable_scale.py",
                               seeds=[PROBLEMS / "tunable_scale_candidate.py"],
-                              operators=["tune"], max_evals=2, workspace=tmp_path / "ws")
+                              operators=["tune"], max_evals=1, workspace=tmp_path / "ws")
     from kernelevolve.store import Store
 
     with Store.open(tmp_path / "ws") as store:

@@ -9,6 +9,7 @@ budget covers the whole space and the answer does not depend on the search's pat
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -151,13 +152,29 @@ def test_runs_show_best_and_report_commands(e2e):
 
 # ---- Python API and user errors ---------------------------------------------------------------
 
-def test_python_api_optimize_and_load(tmp_path):
+def quick_api_timing(monkeypatch):
+    """The Python API builds its RunConfig from defaults (KERNELEVOLVE_CONFIG is the CLI's):
+    the runs it creates here get the suite's quick timing, as every CLI run does."""
+    from kernelevolve.config import build_config
+    from kernelevolve.run import Run
+
+    quick, create = build_config(None, {}), Run.create.__func__
+
+    def quick_create(cls, problem_path, config, **kwargs):
+        config.search_timing, config.final_timing = quick.search_timing, quick.final_timing
+        return create(cls, problem_path, config, **kwargs)
+
+    monkeypatch.setattr(Run, "create", classmethod(quick_create))
+
+
+def test_python_api_optimize_and_load(tmp_path, monkeypatch):
     import kernelevolve
 
+    quick_api_timing(monkeypatch)
     ws = tmp_path / "ws"
-    run = kernelevolve.optimize(PROBLEM, seeds=[CANDIDATE], workspace=ws, max_evals=4)
+    run = kernelevolve.optimize(PROBLEM, seeds=[CANDIDATE], workspace=ws, max_evals=2)
     assert run.status == "completed"
-    assert run.store.eval_count(run.id) == 4
+    assert run.store.eval_count(run.id) == 2
     assert run.outcome["message"]
     loaded = kernelevolve.Run.load(run.id, ws)
     assert loaded.summary() == run.summary()
@@ -223,7 +240,7 @@ def test_optimize_without_a_seed_or_drafting_operator_says_so(tmp_path):
 def test_optimize_without_a_seed_drafts_with_synth_then_tunes(tmp_path):
     """The README's main job: no seed, no LLM; synth drafts a fused kernel, tune explores it."""
     ws, summary_path = tmp_path / "ws", tmp_path / "s.json"
-    r = cli("optimize", EXAMPLE_RMSNORM, "--max-evals", 4, "--workspace", ws,
+    r = cli("optimize", EXAMPLE_RMSNORM, "--max-evals", 2, "--workspace", ws,
             "--json", summary_path)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert "drafting from the reference with synth" in r.stderr
@@ -264,9 +281,12 @@ def test_the_first_evaluation_times_torch_compile_but_its_fitness_is_over_the_ru
     ranked nodes on mixed numbers. Now fitness is over the run's baseline everywhere and the
     compile speedup is its own figure."""
     ws, config = tmp_path / "ws", tmp_path / "run.toml"
-    config.write_text("time_compile = true\n")
+    # --config replaces KERNELEVOLVE_CONFIG: add time_compile to the suite's quick timing (a
+    # top-level key, so before the file's tables)
+    config.write_text("time_compile = true\n"
+                      + Path(os.environ["KERNELEVOLVE_CONFIG"]).read_text())
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
-            "--max-evals", 2, "--config", config, "--workspace", ws, "--json",
+            "--max-evals", 1, "--config", config, "--workspace", ws, "--json",
             tmp_path / "s.json")
     assert_measured_exit(r.returncode, json.loads((tmp_path / "s.json").read_text()), r.stderr)
     run_id = json.loads((tmp_path / "s.json").read_text())["run_id"]
