@@ -38,28 +38,29 @@ def _query(db: Path, sql: str) -> tuple | None:
         return None
 
 
-def _killed_optimize(tmp_path: Path, ws: Path, max_evals: int, ready_sql: str,
-                     ) -> tuple[str, set[tuple[int, str]]]:
-    """Start `optimize` in its own process group, SIGKILL the group as soon as `ready_sql`
-    (a one-value query on the store) returns true, wait until its sandboxed workers are gone
-    too; returns the run id and the worker processes seen."""
+def _optimize_args(ws: Path, max_evals: int) -> list[str]:
+    return ["optimize", str(PROBLEM), "--seed-candidate", str(CANDIDATE), "--operator", "tune",
+            "--max-evals", str(max_evals), "--workspace", str(ws)]
+
+
+def _killed(tmp_path: Path, ws: Path, args: list[str], ready_sql: str,
+            ) -> tuple[str, set[tuple[int, str]]]:
+    """Start the command `args` (optimize or resume) in its own process group, SIGKILL the
+    group as soon as `ready_sql` (a one-value query on the store) returns true, wait until its
+    sandboxed workers are gone too; returns the run id and the worker processes seen."""
     db = ws / "kernelevolve.db"
-    log_path = tmp_path / "optimize.log"
+    log_path = tmp_path / f"{args[0]}.log"
     with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kernelevolve.cli", "optimize", str(PROBLEM),
-             "--seed-candidate", str(CANDIDATE), "--operator", "tune",
-             "--max-evals", str(max_evals),
-             "--workspace", str(ws)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "kernelevolve.cli", *args],
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     workers: set[tuple[int, str]] = set()
     deadline = time.monotonic() + CLI_TIMEOUT
     try:
         while not (_query(db, ready_sql) or (0,))[0]:
             workers |= _descendants(proc.pid)
-            assert proc.poll() is None, ("optimize ended before it could be killed:\n"
+            assert proc.poll() is None, (f"{args[0]} ended before it could be killed:\n"
                                          + log_path.read_text())
-            assert time.monotonic() < deadline, f"optimize never reached: {ready_sql}"
+            assert time.monotonic() < deadline, f"{args[0]} never reached: {ready_sql}"
             time.sleep(0.05)
         workers |= _descendants(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: its pgid is its pid
@@ -71,7 +72,7 @@ def _killed_optimize(tmp_path: Path, ws: Path, max_evals: int, ready_sql: str,
                 pass
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    assert workers, "optimize had no worker processes while it evaluated"
+    assert workers, f"{args[0]} had no worker processes while it evaluated"
     # The sandboxed workers (their own sessions, so killpg does not reach them) die with it.
     deadline = time.monotonic() + 15
     while _alive(workers) and time.monotonic() < deadline:
@@ -128,22 +129,51 @@ def _snapshot(ws: Path, run_id: str) -> dict:
         return {"status": run.status, "fingerprint": run.fingerprint, "elapsed_s": run.elapsed_s,
                 "nodes": {n.id: (n.parents, n.operator, n.source_hash)
                           for n in store.nodes(run_id)},
-                "evaluations": dict(store.evaluations(run_id))}
+                "evaluations": dict(store.evaluations(run_id)),
+                "stopped": [e.kind for e in store.events(run_id)].count("stopped")}
 
 
-def test_sigkill_then_resume_repeats_no_evaluation(tmp_path):
-    from kernelevolve.store import Store
-
+def test_sigkill_mid_search_and_while_remeasuring_then_resume(tmp_path):
+    """One run killed twice: mid-search (after two evaluations), then its resume between two
+    finalists' re-measurements (after the search stopped); the second resume finishes it.
+    Nothing is evaluated twice, the budget and the clock count every session, and the outcome
+    reports the last session's measurements."""
     ws, max_evals = tmp_path / "ws", 8
-    run_id, _ = _killed_optimize(tmp_path, ws, max_evals,
-                                 "SELECT COUNT(*) >= 2 FROM evaluations")
-
+    run_id, _ = _killed(tmp_path, ws, _optimize_args(ws, max_evals),
+                        "SELECT COUNT(*) >= 2 FROM evaluations")
     before = _snapshot(ws, run_id)
     assert before["status"] != "completed"
-    e1 = len(before["evaluations"])
-    assert 2 <= e1 < max_evals
+    assert 2 <= len(before["evaluations"]) < max_evals
+    _refused_on_a_changed_fingerprint(ws, run_id, before)
+    # Nothing changed but the status: the killed run said "running"; now it says the truth.
+    assert _snapshot(ws, run_id) == {**before, "status": "interrupted"}
 
-    # A changed platform fingerprint refuses the resume, names what changed, changes nothing.
+    _killed(tmp_path, ws, ["resume", run_id, "--workspace", str(ws)],
+            "SELECT COUNT(*) FROM events WHERE kind = 'final_measurement'")
+    finals = _snapshot(ws, run_id)
+    assert finals["status"] != "completed" and len(finals["evaluations"]) == max_evals
+    assert finals["stopped"] == 1  # the first killed session never reached its search's end
+
+    r = cli("resume", run_id, "--workspace", ws, "--json", ws.parent / "resumed.json")
+    assert_measured_exit(r.returncode, json.loads((ws.parent / "resumed.json").read_text()),
+                         f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+    after = _snapshot(ws, run_id)
+    assert after["status"] == "completed"
+    # the last session measured no new candidate: it re-measured the finalists
+    assert after["nodes"] == finals["nodes"] and after["evaluations"] == finals["evaluations"]
+    assert after["stopped"] == 2
+    summary = show(ws, run_id)
+    _nothing_repeated(ws, run_id, before, after, summary, max_evals)
+    _reports_the_deciding_session(ws, run_id, summary)
+
+    r = cli("resume", run_id, "--workspace", ws)  # a finished run is not run again
+    assert r.returncode == 2 and "already completed" in one_line(r.stderr)
+
+
+def _refused_on_a_changed_fingerprint(ws: Path, run_id: str, before: dict) -> None:
+    """A changed platform fingerprint refuses the resume, names what changed, changes nothing."""
+    from kernelevolve.store import Store
+
     with Store.open(ws) as store:
         store.update_fingerprint(run_id, {**before["fingerprint"], "torch": "0.0-test"})
     r = cli("resume", run_id, "--workspace", ws)
@@ -152,15 +182,12 @@ def test_sigkill_then_resume_repeats_no_evaluation(tmp_path):
     assert "torch" in msg and "0.0-test" in msg and "--force" in msg
     with Store.open(ws) as store:
         store.update_fingerprint(run_id, before["fingerprint"])  # put the real machine back
-    # Nothing changed but the status: the killed run said "running"; now it says the truth.
-    assert _snapshot(ws, run_id) == {**before, "status": "interrupted"}
 
-    r = cli("resume", run_id, "--workspace", ws, "--json", ws.parent / "resumed.json")
-    assert_measured_exit(r.returncode, json.loads((ws.parent / "resumed.json").read_text()),
-                         f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
 
-    after = _snapshot(ws, run_id)
-    assert after["status"] == "completed"
+def _nothing_repeated(ws: Path, run_id: str, before: dict, after: dict, summary: dict,
+                      max_evals: int) -> None:
+    from kernelevolve.store import Store
+
     assert len(after["evaluations"]) == max_evals  # the budget counted the pre-kill evaluations
     assert after["elapsed_s"] > before["elapsed_s"] > 0  # so did the wall-time clock
     # No duplicated root or seed, no source twice, nothing evaluated twice or rewritten.
@@ -178,9 +205,6 @@ def test_sigkill_then_resume_repeats_no_evaluation(tmp_path):
     assert set(before["nodes"]) - {0} <= set(after["evaluations"])
     with Store.open(ws) as store:
         assert store.eval_count(run_id) == max_evals
-        events = [e.kind for e in store.events(run_id)]
-    assert events.count("stopped") == 1  # the killed session never reached its end
-    summary = show(ws, run_id)
     assert summary["status"] == "completed" and summary["evaluations"] == max_evals
     # The search still ends far from its REPEAT = 64 seed. Which of the two cheapest points
     # wins is a comparison of timings taken in two sessions, before and after the kill, on a
@@ -188,8 +212,18 @@ def test_sigkill_then_resume_repeats_no_evaluation(tmp_path):
     # once in two loaded two-worker runs. The known-best check stays in test_optimize.
     assert read_config(summary["best_source"])["REPEAT"] in (1, 8)
 
-    r = cli("resume", run_id, "--workspace", ws)  # a finished run is not run again
-    assert r.returncode == 2 and "already completed" in one_line(r.stderr)
+
+def _reports_the_deciding_session(ws: Path, run_id: str, summary: dict) -> None:
+    outcome, best = summary["outcome"], summary["best"]
+    assert outcome["message"] and "evaluation budget" in outcome["stop_reason"]
+    if best is not None:  # the best node's case timings come from the session that decided
+        from kernelevolve.store import Store
+
+        with Store.open(ws) as store:
+            finals = [e.data["result"] for e in store.events(run_id, "final_measurement")
+                      if e.data["node_id"] == best["node_id"]]
+        assert [c["cand_ms"] for c in summary["best_cases"]] == \
+            [c["cand_ms"] for c in finals[-1]["cases"] if not c.get("held_out")]
 
 
 def test_changed_fingerprint_needs_force(tmp_path):
@@ -200,7 +234,7 @@ def test_changed_fingerprint_needs_force(tmp_path):
     from kernelevolve.search.termination import Budgets
 
     ws = tmp_path / "ws"
-    config = RunConfig(budgets=Budgets(max_evals=2), final_top_k=1,
+    config = RunConfig(budgets=Budgets(max_evals=1), final_top_k=1,
                        search_timing=fast_timing(), final_timing=fast_timing())
     run = Run.create(PROBLEM, config, seeds=[CANDIDATE], workspace=ws)
     run.store.update_fingerprint(run.id, {"platform": "cpu", "torch": "0.0-test"})
@@ -218,35 +252,7 @@ def test_changed_fingerprint_needs_force(tmp_path):
                          f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
     loaded = Run.load(run.id, ws)
     assert loaded.status == "completed"
-    assert loaded.store.eval_count(run.id) == 2
+    assert loaded.store.eval_count(run.id) == 1
     assert loaded.record.fingerprint.get("torch") not in (None, "0.0-test")
     changed = loaded.store.events(run.id, "fingerprint_changed")
     assert [e.data["keys"] for e in changed] == [["torch"]]
-
-
-def test_sigkill_while_remeasuring_finalists_then_resume(tmp_path):
-    """Killed after the search stopped, between two finalists' re-measurements: resume measures
-    no new candidate, re-measures the finalists and reports that session's measurements."""
-    ws, max_evals = tmp_path / "ws", 2
-    run_id, _ = _killed_optimize(tmp_path, ws, max_evals,
-                                 "SELECT COUNT(*) FROM events WHERE kind = 'final_measurement'")
-    before = _snapshot(ws, run_id)
-    assert before["status"] != "completed" and len(before["evaluations"]) == max_evals
-
-    r = cli("resume", run_id, "--workspace", ws, "--json", ws.parent / "resumed.json")
-    assert_measured_exit(r.returncode, json.loads((ws.parent / "resumed.json").read_text()),
-                         f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-    after = _snapshot(ws, run_id)
-    assert after["status"] == "completed"
-    assert after["nodes"] == before["nodes"] and after["evaluations"] == before["evaluations"]
-    summary = show(ws, run_id)
-    outcome, best = summary["outcome"], summary["best"]
-    assert outcome["message"] and "evaluation budget" in outcome["stop_reason"]
-    if best is not None:  # the best node's case timings come from the session that decided
-        from kernelevolve.store import Store
-
-        with Store.open(ws) as store:
-            finals = [e.data["result"] for e in store.events(run_id, "final_measurement")
-                      if e.data["node_id"] == best["node_id"]]
-        assert [c["cand_ms"] for c in summary["best_cases"]] == \
-            [c["cand_ms"] for c in finals[-1]["cases"] if not c.get("held_out")]
