@@ -41,38 +41,20 @@ def _state(ws):
     return json.loads(found[0].read_text()) if found else None
 
 
-@pytest.mark.slow
-def test_bench_rows_skip_fail_and_figures(suite, tmp_path):
-    (suite / "b_relu.py").unlink()
-    (suite / "c_huge.py").write_text(HUGE)
-    (suite / "d_broken.py").write_text("import torch\n")
-    (suite / "_helper.py").write_text("raise SystemExit('not a problem')\n")
-    out = run_cli("bench", str(suite), "--workspace", str(tmp_path / "ws"), "--max-evals", "1",
-                  "--no-compile", "--json", str(tmp_path / "b.json"))
-    assert out.returncode == 0, out.stderr
-    data = json.loads((tmp_path / "b.json").read_text())
-    rows = {r["problem"]: r for r in data["rows"]}
-    assert sorted(rows) == ["a_relu", "c_huge", "d_broken"]
-    assert rows["a_relu"]["status"] == "done" and rows["a_relu"]["correct"]
-    assert rows["a_relu"]["evals"] == 1 and rows["a_relu"]["run_id"].startswith("r")
-    assert rows["c_huge"]["status"] == "skipped"
-    assert rows["c_huge"]["reason"].startswith("needs about 596.0 GiB (case default: 149.01 GiB")
-    assert rows["d_broken"]["status"] == "failed" and "defines no `Model`" in rows["d_broken"][
-        "reason"]
-    s = data["summary"]
-    assert (s["problems"], s["done"], s["skipped"], s["failed"]) == (3, 1, 1, 1)
-    assert s["over_eager"]["fast_0"] == s["correct_rate"] == pytest.approx(1 / 3)
-    assert s["funnel"]["accepted"] == 1
-    assert "over torch.compile: fast_0 33%" in out.stdout and "fast_1" in out.stdout
-    assert (tmp_path / "ws" / "benches").is_dir() and list((tmp_path / "ws" / "benches").glob(
-        "*.html"))
-
-
-@pytest.mark.slow
-def test_bench_is_killed_mid_problem_and_resumes(suite, tmp_path):
-    ws = tmp_path / "ws"
-    cmd = [sys.executable, "-m", "kernelevolve.cli", "bench", str(suite), "--workspace", str(ws),
-           "--max-evals", "1", "--no-compile"]
+@pytest.fixture(scope="module")
+def killed_bench(tmp_path_factory):
+    """One bench over a_relu, b_relu, a problem too big to run, a broken one and a helper
+    module: SIGTERM in the middle of b_relu, then the same command resumes it to the end."""
+    tmp = tmp_path_factory.mktemp("bench")
+    folder, ws = tmp / "suite", tmp / "ws"
+    folder.mkdir()
+    for name in ("a_relu", "b_relu"):
+        shutil.copy(PROBLEMS / "kb_level1_relu.py", folder / f"{name}.py")
+    (folder / "c_huge.py").write_text(HUGE)
+    (folder / "d_broken.py").write_text("import torch\n")
+    (folder / "_helper.py").write_text("raise SystemExit('not a problem')\n")
+    cmd = [sys.executable, "-m", "kernelevolve.cli", "bench", str(folder), "--workspace",
+           str(ws), "--max-evals", "1", "--no-compile", "--json", str(tmp / "b.json")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
     state = None
@@ -85,25 +67,60 @@ def test_bench_is_killed_mid_problem_and_resumes(suite, tmp_path):
     time.sleep(0.5)  # into the second problem's run
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130, err
-    assert "run the same command to resume" in err
-    state = _state(ws)
-    first, second = state["rows"]
-    assert first["status"] == "done" and second["status"] == "running"
+    killed = {"rc": proc.returncode, "stderr": err, "state": _state(ws),
+              "json_written": (tmp / "b.json").exists()}
     from kernelevolve.store import Store
 
     with Store.open(ws) as store:
-        assert store.get_run(second["run_id"]).status in ("interrupted", "completed")
-        evals_first = store.eval_count(first["run_id"])
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        rows = killed["state"]["rows"]
+        killed["second_status"] = store.get_run(rows[1]["run_id"]).status
+        killed["evals_first"] = store.eval_count(rows[0]["run_id"])
+    resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    data = json.loads((tmp / "b.json").read_text()) if (tmp / "b.json").exists() else None
+    return {"ws": ws, "killed": killed, "resumed": resumed, "data": data}
+
+
+@pytest.mark.slow
+def test_bench_rows_skip_fail_and_figures(killed_bench):
+    out, data, ws = killed_bench["resumed"], killed_bench["data"], killed_bench["ws"]
     assert out.returncode == 0, out.stderr
-    assert "resuming bench" in out.stderr and "1 of 2 problems finished" in out.stderr
+    rows = {r["problem"]: r for r in data["rows"]}
+    assert sorted(rows) == ["a_relu", "b_relu", "c_huge", "d_broken"]
+    for name in ("a_relu", "b_relu"):
+        assert rows[name]["status"] == "done" and rows[name]["correct"]
+        assert rows[name]["evals"] == 1 and rows[name]["run_id"].startswith("r")
+    assert rows["c_huge"]["status"] == "skipped"
+    assert rows["c_huge"]["reason"].startswith("needs about 596.0 GiB (case default: 149.01 GiB")
+    assert rows["d_broken"]["status"] == "failed" and "defines no `Model`" in rows["d_broken"][
+        "reason"]
+    s = data["summary"]
+    assert (s["problems"], s["done"], s["skipped"], s["failed"]) == (4, 2, 1, 1)
+    assert s["over_eager"]["fast_0"] == s["correct_rate"] == pytest.approx(2 / 4)
+    assert s["funnel"]["accepted"] == 2
+    assert "over torch.compile: fast_0 50%" in out.stdout and "fast_1" in out.stdout
+    assert (ws / "benches").is_dir() and list((ws / "benches").glob("*.html"))
+
+
+@pytest.mark.slow
+def test_bench_is_killed_mid_problem_and_resumes(killed_bench):
+    killed, out, ws = killed_bench["killed"], killed_bench["resumed"], killed_bench["ws"]
+    assert killed["rc"] == 130, killed["stderr"]
+    assert "run the same command to resume" in killed["stderr"]
+    assert not killed["json_written"]  # no report of a campaign that did not finish
+    first, second = killed["state"]["rows"][:2]
+    assert first["status"] == "done" and second["status"] == "running"
+    assert all(r["status"] == "pending" for r in killed["state"]["rows"][2:])
+    assert killed["second_status"] in ("interrupted", "completed")
+    assert out.returncode == 0, out.stderr
+    assert "resuming bench" in out.stderr and "1 of 4 problems finished" in out.stderr
     again = _state(ws)
-    assert [r["status"] for r in again["rows"]] == ["done", "done"]
+    assert [r["status"] for r in again["rows"]] == ["done", "done", "skipped", "failed"]
     assert again["rows"][0]["run_id"] == first["run_id"]
     assert again["rows"][1]["run_id"] == second["run_id"]  # resumed, not started over
+    from kernelevolve.store import Store
+
     with Store.open(ws) as store:
-        assert store.eval_count(first["run_id"]) == evals_first
+        assert store.eval_count(first["run_id"]) == killed["evals_first"]
         assert len(store.list_runs()) == 2
 
 
