@@ -26,18 +26,21 @@ FIGURES = ("cpu_ms_per_call", "user_ms_per_call", "sys_ms_per_call", "minor_faul
 
 
 @pytest.fixture(scope="module")
-def evals(tmp_path_factory):
-    """Two real `kernelevolve eval --profile --json` runs side by side: a relu that reuses its
-    memory, and one that touches 8 MB of fresh pages every call."""
-    out = tmp_path_factory.mktemp("profile")
-    jobs = {name: ("eval", str(RELU), str(path), "--seed", "1", "--profile", "--json",
-                   str(out / f"{name}.json")) for name, path in (("reuse", REUSE),
-                                                                 ("fresh", FRESH))}
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        procs = dict(zip(jobs, pool.map(lambda args: run_cli(*args), jobs.values())))
-    for name, proc in procs.items():
-        assert proc.returncode == 0, name + proc.stdout + proc.stderr
-    return {name: (procs[name], json.loads((out / f"{name}.json").read_text())) for name in jobs}
+def evals(tmp_path_factory, evaluator):
+    """A relu that touches 8 MB of fresh pages every call, through a real `kernelevolve eval
+    --profile --json` (the flag's lines, the JSON file), and beside it, in-process on the
+    session's evaluator, a relu that reuses its memory, as the same JSON (`to_dict`, what the
+    CLI writes): one CLI process, where two proved nothing more."""
+    path = tmp_path_factory.mktemp("profile") / "fresh.json"
+    with ThreadPoolExecutor(1) as pool:
+        fresh = pool.submit(run_cli, "eval", str(RELU), str(FRESH), "--seed", "1", "--profile",
+                            "--json", str(path))
+        reused = evaluator.evaluate(RELU, REUSE, options=replace(evaluator.options, seed=1))
+        proc = fresh.result()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert reused.accepted, reused.reason
+    return {"fresh": (proc, json.loads(path.read_text())),
+            "reuse": (None, json.loads(json.dumps(reused.to_dict())))}
 
 
 def _whole_count(value: float) -> bool:
