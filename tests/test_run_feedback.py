@@ -19,6 +19,7 @@ import pytest
 from outcomes import assert_measured_exit
 from conftest import CORPUS, example, run_cli
 from llm_servers import Reply, ScriptedServer
+from one_finalist import one_finalist_config
 from test_optimize import CANDIDATE, PROBLEM, one_line
 from test_resume import _query
 
@@ -279,7 +280,8 @@ def test_funnel_text_counts_survivors():
 def test_progress_without_a_terminal_is_one_line_per_evaluation(tmp_path):
     ws = tmp_path / "ws"
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
-            "--max-evals", 3, "--workspace", ws, "--json", tmp_path / "s.json")
+            "--max-evals", 3, "--workspace", ws, "--json", tmp_path / "s.json",
+            "--config", one_finalist_config(tmp_path))  # no verdict asserted
     assert_measured_exit(r.returncode, json.loads((tmp_path / "s.json").read_text()),
                          r.stdout + r.stderr)
     lines = r.stdout.splitlines()
@@ -294,7 +296,8 @@ def test_progress_without_a_terminal_is_one_line_per_evaluation(tmp_path):
 @pytest.mark.slow
 def test_json_lines_and_quiet(tmp_path):
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
-            "--max-evals", 2, "--workspace", tmp_path / "ws", "--json-lines")
+            "--max-evals", 2, "--workspace", tmp_path / "ws", "--json-lines",
+            "--config", one_finalist_config(tmp_path))  # no verdict asserted
     events = [json.loads(line) for line in r.stdout.splitlines()]
     assert_measured_exit(r.returncode, {"outcome": events[-1]}, r.stdout + r.stderr)
     kinds = [e["event"] for e in events]
