@@ -12,6 +12,7 @@ import pytest
 
 from conftest import PROBLEMS, run_cli
 from llm_servers import Reply, ScriptedServer
+from one_finalist import one_finalist_config
 
 KEY_VAR = "AGENTTESTCRED"
 SECRET = "sk-agent-test-0123456789"
@@ -51,26 +52,10 @@ def _call(name: str, **arguments) -> dict:
     return {"name": name, "arguments": arguments}
 
 
-class ToolScript:
-    """compile(BROKEN) -> time(GOOD) -> submit(GOOD); then prose (no candidate) forever."""
-
-    def __init__(self) -> None:
-        self.turn = 0
-
-    def __call__(self, request: dict):
-        self.turn += 1
-        calls = {1: [_call("compile", source=BROKEN)],
-                 2: [_call("time", source=GOOD, case="tail_1001")],
-                 3: [_call("submit", source=GOOD, rationale="one pass, no temporaries")]}
-        if self.turn in calls:
-            return Reply(text="Let me try." if self.turn == 1 else "", tool_calls=calls[self.turn],
-                         tokens_in=100, tokens_out=10)
-        return Reply(text="Nothing more.", tokens_in=100, tokens_out=10)
-
-
 def optimize(server: ScriptedServer, ws: Path, provider: str, *extra: str, evals: int = 1):
+    config = one_finalist_config(ws.parent)  # no test here asserts a verdict
     proc = run_cli("optimize", str(PROBLEM), "--operator", "llm", "--agent",
-                   "--llm", f"{provider}:test-agent-model",
+                   "--config", str(config), "--llm", f"{provider}:test-agent-model",
                    "--llm-base-url", server.base_url_for(provider), "--llm-api-key-env", KEY_VAR,
                    "--max-evals", str(evals), "--workspace", str(ws), "--json", str(ws / "s.json"),
                    "--quiet", "--no-compile-figures", *extra, env={KEY_VAR: SECRET},
@@ -86,13 +71,38 @@ def events(ws: Path, run_id: str, kind: str) -> list[dict]:
     return [e.data for e in Store.open(ws).events(run_id, kind)]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_tool_loop_compiles_times_and_submits(tmp_path, provider):
-    ws = tmp_path / "ws"
-    with ScriptedServer(handler=ToolScript()) as server:
-        proc, summary = optimize(server, ws, provider)
+def _agent_search(tmp_path_factory, provider: str, script):
+    ws = tmp_path_factory.mktemp(f"agent-{provider}") / "ws"
+    with ScriptedServer(handler=script) as server:
+        proc, summary = optimize(server, ws, provider, "--policy", "greedy", evals=2)
         requests = list(server.requests)
+    return ws, proc, summary, requests
+
+
+@pytest.fixture(scope="module")
+def openai_run(tmp_path_factory):
+    """The draft's tool loop (compile, time, submit), then the improvement's paired `time`
+    edits (agent_script)."""
+    return _agent_search(tmp_path_factory, "openai", agent_script)
+
+
+@pytest.fixture(scope="module")
+def anthropic_run(tmp_path_factory):
+    """The same draft; its improvement compiles an edit and reads a note in one turn, then
+    submits (the paired `time` is the OpenAI run's: its logic does not depend on the protocol,
+    and its evaluations take seconds each)."""
+    return _agent_search(tmp_path_factory, "anthropic", anthropic_script)
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def agent_run(request):
+    return request.getfixturevalue(f"{request.param}_run")
+
+
+@pytest.mark.slow
+def test_tool_loop_compiles_times_and_submits(agent_run):
+    ws, proc, summary, all_requests = agent_run
+    requests = [r for r in all_requests if "## Parent candidate" not in r.prompt]  # the draft's
     assert len(requests) == 3, [r.json for r in requests]
     assert {"compile", "check", "time", "profile", "read_note", "submit"} <= set(requests[0].tools)
     assert requests[0].tool_results == []
@@ -108,26 +118,31 @@ def test_tool_loop_compiles_times_and_submits(tmp_path, provider):
     assert "candidate" in last and "ms, speedup" in last and "n4096" not in last
     # The submitted candidate is a node, evaluated normally on every case.
     llm_nodes = [n for n in summary["nodes"] if n["operator"] == "llm"]
-    assert len(llm_nodes) == 1 and llm_nodes[0]["stage"] == "accepted"
+    assert len(llm_nodes) == 2 and llm_nodes[0]["stage"] == "accepted"  # the draft, improved
     assert llm_nodes[0]["fitness"] and llm_nodes[0]["fitness"] > 0
     assert "llm agent draft: one pass, no temporaries" in llm_nodes[0]["rationale"]
-    # Tool evaluations are recorded, are not nodes, and do not count in --max-evals 1.
+    # Tool evaluations are recorded, are not nodes, and do not count in --max-evals 2.
     tools = events(ws, summary["run_id"], "tool_evaluation")
-    assert [(t["tool"], t["stop_after"], t["only_cases"]) for t in tools] == [
+    assert [(t["tool"], t["stop_after"], t["only_cases"]) for t in tools[:2]] == [
         ("compile", "load", ["n4096"]), ("time", None, ["tail_1001"])]
     assert tools[0]["result"]["stage"] == "load" and not tools[0]["result"]["accepted"]
     assert tools[1]["result"]["accepted"] and tools[1]["result"]["partial"]["only_cases"] == [
         "tail_1001"]
-    assert len(summary["nodes"]) == 2  # the root and the submitted candidate
+    assert len(tools) > 2  # the improvement's (below)
+    assert len(summary["nodes"]) == 3  # the root and the two submitted candidates
     assert "evaluation budget" in summary["stop_reason"]
     # Every model call of the loop is an llm_call with its tool traffic, and counted.
     calls = events(ws, summary["run_id"], "llm_call")
-    assert len(calls) == 3 and all(c["tools_mode"] == "native" for c in calls)
-    assert [c["tool_calls"][0]["name"] for c in calls] == ["compile", "time", "submit"]
+    assert len(calls) == len(all_requests) and all(c["tools_mode"] == "native" for c in calls)
+    assert [c["tool_calls"][0]["name"] for c in calls[:3]] == ["compile", "time", "submit"]
     assert calls[2]["messages"][-1]["role"] == "tool"
     assert "verdict: passed" in calls[2]["messages"][-1]["content"]
-    assert summary["cost"]["tokens"] == 3 * 110
+    assert summary["cost"]["tokens"] == len(all_requests) * 110
+    # The improvement's first turn called two tools: both results went back on the wire.
+    improving = [r for r in all_requests if "## Parent candidate" in r.prompt]
+    assert len(improving[1].tool_results) == 2, improving[1].json
     assert not any(SECRET in json.dumps(c) for c in calls)
+    assert "Traceback" not in proc.stderr, proc.stderr
 
 
 @pytest.mark.slow
@@ -251,15 +266,19 @@ SECOND_EDIT = _edit("x = x.contiguous()", "x = x.contiguous()  # one pass")
 THIRD_EDIT = _edit("y = torch.empty_like(x)", "y = torch.empty_like(x)  # no temporaries")
 
 
-def paired_script(request: dict):
-    """A draft submits GOOD; the improvement of it times an edit against the parent, then
-    an edit against that edited source, then submits a third edit."""
+def agent_script(request: dict):
+    """The draft: compile(BROKEN) -> time(GOOD) on one case -> submit(GOOD). The improvement
+    of it times an edit against the parent, then an edit against that edited source, then
+    submits a third edit."""
     from llm_servers import prompt_of
 
     turn = 1 + sum(1 for m in request["messages"] if m.get("role") == "assistant")
     if "## Parent candidate" not in prompt_of(request):
-        return Reply(text="", tool_calls=[_call("submit", source=GOOD,
-                                                rationale="Change: a C++ loop")])
+        calls = {1: [_call("compile", source=BROKEN)],
+                 2: [_call("time", source=GOOD, case="tail_1001")],
+                 3: [_call("submit", source=GOOD, rationale="one pass, no temporaries")]}
+        return Reply(text="Let me try." if turn == 1 else "", tool_calls=calls.get(turn, calls[3]),
+                     tokens_in=100, tokens_out=10)
     calls = {1: [_call("time", source=FIRST_EDIT, case="n4096"), _call("profile")],
              2: [_call("time", source=SECOND_EDIT, case="n4096")],
              3: [_call("submit", source=THIRD_EDIT, rationale="Change: x+x instead of 2x. "
@@ -267,19 +286,29 @@ def paired_script(request: dict):
     return Reply(text="", tool_calls=calls.get(turn, calls[3]), tokens_in=100, tokens_out=10)
 
 
+def anthropic_script(request: dict):
+    """agent_script's draft; the improvement compiles the first edit and reads a note in one
+    turn, then submits the third edit."""
+    from llm_servers import prompt_of
+
+    if "## Parent candidate" not in prompt_of(request):
+        return agent_script(request)
+    turn = 1 + sum(1 for m in request["messages"] if m.get("role") == "assistant")
+    calls = {1: [_call("compile", source=FIRST_EDIT), _call("read_note", title="x")],
+             2: [_call("submit", source=THIRD_EDIT, rationale="Change: no temporaries")]}
+    return Reply(text="", tool_calls=calls.get(turn, calls[2]), tokens_in=100, tokens_out=10)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_paired_time_edits_against_the_last_source_and_tool_traffic_in_show(tmp_path,
-                                                                             provider):
+def test_paired_time_edits_against_the_last_source_and_tool_traffic_in_show(openai_run,
+                                                                             tmp_path):
     import re
 
     import kernelevolve.operators.agent_timing as timing
 
-    ws = tmp_path / "ws"
-    with ScriptedServer(handler=paired_script) as server:
-        proc, summary = optimize(server, ws, provider, "--policy", "greedy", evals=2)
-        requests = [r for r in server.requests if "## Parent candidate" in r.prompt]
-    assert len(requests) == 3, [r.prompt[:200] for r in server.requests]
+    ws, _, summary, all_requests = openai_run
+    requests = [r for r in all_requests if "## Parent candidate" in r.prompt]
+    assert len(requests) == 3, [r.prompt[:200] for r in all_requests]
     # The system prompt fits tool use: no single-python-block answer format.
     system = requests[0].json.get("system") or requests[0].json["messages"][0]["content"]
     system = system if isinstance(system, str) else json.dumps(system)
@@ -309,7 +338,8 @@ def test_paired_time_edits_against_the_last_source_and_tool_traffic_in_show(tmp_
     assert nodes[2]["stage"] == "accepted"
     # What was evaluated: each `time` ran the base and the candidate in turn, with the
     # paired timing settings; the base of the second is the first's candidate.
-    tools = [t for t in events(ws, summary["run_id"], "tool_evaluation") if t["tool"] == "time"]
+    tools = [t for t in events(ws, summary["run_id"], "tool_evaluation")[2:]  # the draft's: 2
+             if t["tool"] == "time"]
     parent_hash = hashlib_of(GOOD)
     first_edit = hashlib_of(GOOD.replace("2.0f * x[i]", "x[i] + x[i]"))
     hashes = [t["source_hash"] for t in tools]
