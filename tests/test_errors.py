@@ -11,55 +11,54 @@ import pytest
 from kernelevolve import errors
 from kernelevolve.store.errors import EvaluationExistsError, StoreError
 
+# The fault goes into `kernelevolve runs` (its body runs inside the same `_user_errors()` handler
+# as every command's): a command that imports no torch, so each process starts in well under a
+# second (the `synth --explain` it used before loaded a problem, torch included: ~2 s of CPU).
 INJECT = """
 import sys
 from kernelevolve import cli
-import kernelevolve.synth as synth
+import kernelevolve.report.runs as runs
 
 def broken(*a, **k):
     raise {exc}
-synth.explain_problem = broken
-sys.argv = ["kernelevolve", "synth", {problem!r}, "--explain"]
+runs.print_runs = broken
+sys.argv = ["kernelevolve", "runs", "--workspace", {workspace!r}]
 cli.main()
 """
 
 
-def _run_with(exc: str, problem: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", INJECT.format(exc=exc, problem=problem)],
+def _run_with(exc: str, workspace: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", INJECT.format(exc=exc, workspace=workspace)],
                           capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
-def problem(tmp_path_factory):
-    path = tmp_path_factory.mktemp("errors") / "p.py"
-    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
-                    "    def forward(self, x):\n        return x * 2\n\n"
-                    "def get_inputs():\n    return [torch.randn(4, 8)]\n\n"
-                    "def get_init_inputs():\n    return []\n")
-    return str(path)
+def workspace(tmp_path_factory):
+    """The workspace the injected `runs` is given (never created: the fault comes first)."""
+    return str(tmp_path_factory.mktemp("errors") / "ws")
 
 
 @pytest.mark.slow
-def test_an_internal_failure_shows_its_traceback_and_exits_70(problem):
-    proc = _run_with("RuntimeError('invariant broken')", problem)
+def test_an_internal_failure_shows_its_traceback_and_exits_70(workspace):
+    proc = _run_with("RuntimeError('invariant broken')", workspace)
     assert proc.returncode == 70, proc.stderr
     assert "Traceback" in proc.stderr and "RuntimeError: invariant broken" in proc.stderr
     assert "is a bug in kernelevolve" in proc.stderr and "kernelevolve version" in proc.stderr
 
 
 @pytest.mark.slow
-def test_a_broken_invariant_of_the_store_is_internal(problem):
+def test_a_broken_invariant_of_the_store_is_internal(workspace):
     assert issubclass(EvaluationExistsError, errors.InternalError)
     assert not issubclass(EvaluationExistsError, errors.KernelevolveError)
     proc = _run_with("__import__('kernelevolve.store.errors', fromlist=['x'])"
-                     ".EvaluationExistsError('node 3 already has an evaluation')", problem)
+                     ".EvaluationExistsError('node 3 already has an evaluation')", workspace)
     assert proc.returncode == 70 and "Traceback" in proc.stderr, proc.stderr
 
 
 @pytest.mark.slow
-def test_user_errors_stay_one_line_with_exit_2(problem):
+def test_user_errors_stay_one_line_with_exit_2(workspace):
     proc = _run_with("__import__('kernelevolve.errors', fromlist=['x'])"
-                     ".UsageError('--frobnicate: no such thing; use --help')", problem)
+                     ".UsageError('--frobnicate: no such thing; use --help')", workspace)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == ["error: --frobnicate: no such thing; use --help"]
@@ -67,11 +66,11 @@ def test_user_errors_stay_one_line_with_exit_2(problem):
 
 
 @pytest.mark.slow
-def test_an_os_error_about_a_path_is_the_users_and_one_without_is_ours(problem):
-    about_path = _run_with("PermissionError(13, 'Permission denied', '/srv/ws/runs.db')", problem)
+def test_an_os_error_about_a_path_is_the_users_and_one_without_is_ours(workspace):
+    about_path = _run_with("PermissionError(13, 'Permission denied', '/srv/ws/runs.db')", workspace)
     assert about_path.returncode == 2 and "Traceback" not in about_path.stderr
     assert "Permission denied: '/srv/ws/runs.db'" in about_path.stderr
-    no_path = _run_with("ConnectionResetError(104, 'Connection reset by peer')", problem)
+    no_path = _run_with("ConnectionResetError(104, 'Connection reset by peer')", workspace)
     assert no_path.returncode == 70 and "Traceback" in no_path.stderr
 
 
