@@ -1,6 +1,6 @@
 """The tune operator: TUNABLES parsing and rewriting (operators/tunables.py) and the
-neighbour search (operators/tune.py). Everything here is pure Python except one real
-evaluation of a rewritten softmax candidate."""
+neighbour search (operators/tune.py). Everything here is pure Python (a rewritten softmax
+candidate evaluated for real, and the synthesizer's knobs: test_synth_drafts.py)."""
 from __future__ import annotations
 
 import ast
@@ -8,12 +8,11 @@ import asyncio
 import hashlib
 import itertools
 import pickle
-from pathlib import Path
 from collections import Counter
 
 import pytest
 
-from conftest import EXAMPLES, example
+from conftest import EXAMPLES
 from kernelevolve.harness.gates.static import check_static
 from kernelevolve.operators.base import Operator, ParentView, ProposalContext
 from kernelevolve.operators.tune import TuneOperator, space_size, tune_meta
@@ -211,17 +210,6 @@ def test_example_candidates_are_tunable(path):
         assert report.ok, report.reason
 
 
-def test_rewritten_softmax_candidate_is_accepted(evaluator, tmp_path):
-    src = (EXAMPLES / "softmax" / "candidate_cpp.py").read_text()
-    cfg = {"ROWS_PER_TASK": 4, "PARALLEL_MIN_ELEMENTS": 131072}
-    assert read_config(src) != cfg
-    path = tmp_path / "candidate_tuned.py"
-    path.write_text(rewrite(src, cfg))
-    result = evaluator.evaluate(example("softmax"), path)
-    assert result.accepted, result.reason
-    assert all(c.correct for c in result.cases)
-
-
 # ---- proposing ------------------------------------------------------------------------------
 
 def test_is_an_operator_and_validates_options():
@@ -378,24 +366,6 @@ def test_tune_meta_for_seeds():
     other = parent(rewrite(SRC, {"BLOCK_ROWS": 16}), node_id=9)
     drafts = propose(TuneOperator(), ctx(other, want=50, seen_meta=[meta]))
     assert read_config(SRC) not in [d.meta["tune_config"] for d in drafts]
-
-
-@pytest.mark.slow
-def test_synth_declares_only_the_knobs_its_kernels_read(tmp_path):
-    from kernelevolve.operators.tunables import space
-    from kernelevolve.synth import synthesize
-
-    pointwise = tmp_path / "relu_affine.py"
-    pointwise.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                         "    def forward(self, x):\n        return torch.relu(x) * 2 + 1\n\n\n"
-                         "def get_inputs():\n    return [torch.randn(64, 256)]\n\n\n"
-                         "def get_init_inputs():\n    return []\n")
-    knobs = set(space(synthesize(str(pointwise), "cpp")[0]))
-    assert knobs == {"PARALLEL_MIN_ELEMENTS", "WIDE_VECTORS"}  # no exp, no rows
-    softmax = Path(__file__).resolve().parent.parent / "examples" / "softmax" / "problem.py"
-    assert {"FAST_EXP", "ROWS_PER_TASK"} <= set(space(synthesize(str(softmax), "cpp")[0]))
-    triton = set(space(synthesize(str(pointwise), "triton")[0]))
-    assert triton == {"BLOCK_ELEMENTS", "NUM_WARPS"}  # flat kernels read no MAX_BLOCK_COLS
 
 
 def test_knobs_nothing_reads_are_held_at_their_value():
