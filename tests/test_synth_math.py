@@ -5,7 +5,6 @@ its `omp simd` loop vectorised (what they are for)."""
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 import re
 import subprocess
@@ -86,8 +85,7 @@ SOURCE = "#define FAST_EXP 1\n#define ROWS_PER_TASK 0\n" + PRELUDE + _wrappers()
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    os.environ["KERNELEVOLVE_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+def lib():
     lib = load_cpp(SOURCE, name="synth_math", flags=FLAGS)
     for name in UNARY:
         getattr(lib, f"u_{name}").argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int64]
@@ -295,7 +293,7 @@ def test_every_function_leaves_its_loop_vectorised(tmp_path, isa):
 
 
 @pytest.mark.slow
-def test_fmod_with_a_constant_divisor_takes_fewer_steps_and_stays_exact(tmp_path):
+def test_fmod_with_a_constant_divisor_takes_fewer_steps_and_stays_exact():
     """cpp_expr gives ke_fmod the steps a constant divisor needs (the gap to FLT_MAX); with
     them the remainder is still exact for dividends of every exponent."""
     from kernelevolve.synth.cpp_expr import fmod_steps
@@ -307,7 +305,6 @@ def test_fmod_with_a_constant_divisor_takes_fewer_steps_and_stays_exact(tmp_path
         f'extern "C" void c{j}(const float* a, float* y, int64_t n) {{\n    #pragma omp simd\n'
         f"    for (int64_t i = 0; i < n; ++i) y[i] = ke_fmod<{s}>(a[i], {d!r}f);\n}}"
         for j, (d, s) in enumerate(zip(divisors, steps)))
-    os.environ["KERNELEVOLVE_CACHE_DIR"] = str(tmp_path / "cache")
     lib = load_cpp("#define FAST_EXP 1\n#define ROWS_PER_TASK 0\n" + PRELUDE + fns,
                    name="fmod_const", flags=FLAGS)
     g = torch.Generator().manual_seed(2)

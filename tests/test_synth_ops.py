@@ -5,6 +5,7 @@ accepted by the real harness in both languages."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import platform
 
 import pytest
@@ -133,15 +134,12 @@ def _inputs() -> list[torch.Tensor]:
 
 
 @pytest.fixture(scope="module")
-def cpp_outputs(tmp_path_factory):
+def cpp_outputs():
     """Each float C++ spelling in an `omp simd` loop of its own, compiled with the prelude
-    and run on the same inputs."""
-    import os
-
+    and run on the same inputs (built into the session's compile cache)."""
     from kernelevolve.runtime import load_cpp
     from kernelevolve.synth.cpp_prelude import PRELUDE
 
-    os.environ["KERNELEVOLVE_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     fns = []
     pairs = _float_pairs(cpp_expr)
     for j, (kind, op) in enumerate(pairs):
@@ -230,6 +228,13 @@ def test_edge_value_problem_fuses_every_new_op(name):
     assert not text.startswith("not covered") and not kept, text
 
 
+@functools.lru_cache(maxsize=None)
+def _draft(name: str, language: str) -> str:
+    """The draft of tests/problems/synth_ops_<name>.py, synthesized once for the tests that
+    evaluate it and that compile it for the vectorisation report."""
+    return synthesize(str(PROBLEMS / f"synth_ops_{name}.py"), language)[0]
+
+
 def _evaluate(evaluator, problem, source, tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(source)
@@ -239,16 +244,15 @@ def _evaluate(evaluator, problem, source, tmp_path, name):
 @pytest.mark.parametrize("name", OPS_PROBLEMS)
 def test_edge_value_problem_accepted_in_cpp(evaluator, tmp_path, name):
     problem = PROBLEMS / f"synth_ops_{name}.py"
-    source, _ = synthesize(str(problem), "cpp")
-    result = _evaluate(evaluator, problem, source, tmp_path, f"ops_{name}_cpp")
+    result = _evaluate(evaluator, problem, _draft(name, "cpp"), tmp_path, f"ops_{name}_cpp")
     assert result.accepted, result.reason
 
 
 @pytest.mark.parametrize("name", OPS_PROBLEMS)
 def test_edge_value_problem_accepted_in_triton_interpreter(evaluator, tmp_path, name):
     problem = PROBLEMS / f"synth_ops_{name}.py"
-    source, _ = synthesize(str(problem), "triton")
-    result = _evaluate(evaluator, problem, source, tmp_path, f"ops_{name}_triton")
+    result = _evaluate(evaluator, problem, _draft(name, "triton"), tmp_path,
+                       f"ops_{name}_triton")
     assert result.accepted, result.reason
 
 
@@ -310,8 +314,7 @@ def test_edge_value_problem_kernels_vectorise(tmp_path, name):
     import re
     import subprocess
 
-    source, _ = synthesize(str(PROBLEMS / f"synth_ops_{name}.py"), "cpp")
-    cpp = source.split('SRC = r"""', 1)[1].split('"""', 1)[0]
+    cpp = _draft(name, "cpp").split('SRC = r"""', 1)[1].split('"""', 1)[0]
     cpp = "#define PARALLEL_MIN_ELEMENTS 32768\n#define ROWS_PER_TASK 0\n#define FAST_EXP 1\n" + cpp
     src = tmp_path / "k.cpp"
     src.write_text(cpp)
