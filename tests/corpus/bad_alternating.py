@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: second time|wrong result
 """Double-buffered output with an off-by-one: the kernel always writes buffer A, but every

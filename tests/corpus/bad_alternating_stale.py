@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: wrong result|same output buffer
 """Skips the kernel on every second call and returns the previous call's output. A repeat on the

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: load
 # reason: \x1b[2J
 """C++ source whose `#error` line is a terminal and prompt attack: g++ quotes the directive's

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: \x1b[2J
 """forward raises an exception whose message is a terminal and prompt attack: it clears the

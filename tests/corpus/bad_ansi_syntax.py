@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: static
 # reason: \x1b[2J
 """A source line the static gate quotes back: Python's syntax error carries the offending line,

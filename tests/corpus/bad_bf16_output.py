@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness
 # reason: dtype
 """Writes the output as bfloat16 from the C++ kernel to halve the bytes stored, and returns it

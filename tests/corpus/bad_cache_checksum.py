@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: accepted
 """Memoises the output per input *content*, keyed on a cheap checksum (the sum of every 97th
 element, in C++): a few microseconds against a softmax's hundreds, and no two rotating timing

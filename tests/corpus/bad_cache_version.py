@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness
 # reason: timed call|wrong result
 """Memoises the output per input tensor *version*: (data pointer, `x._version`, shape). A harness

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: load
 # reason: memory limit
 """A compile bomb: twelve macro levels that each repeat the one below four times, over a 64 KiB

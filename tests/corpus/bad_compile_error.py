@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: load
 # reason: C++ compilation
 """C++ source that does not compile (an undeclared name)."""

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: static
 # reason: ctypes may only describe argument types
 # runtime: accepted

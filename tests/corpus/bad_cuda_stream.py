@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: static
 # reason: CUDA streams
 """Launches its work on a side CUDA stream and returns without synchronising, so a timer that

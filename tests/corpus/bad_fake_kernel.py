@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: integrity
 # reason: skipped|fallback
 """Computes softmax with torch.exp/sum/div (so the reference's own `_softmax` op never runs)

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: integrity
 # reason: fallback|fake kernel
 """Like bad_fake_kernel, but the result is multiplied by a scale the C++ kernel writes (1.0), so

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: integrity
 # reason: fallback
 """Returns torch.softmax (the reference's own op) and launches a small C++ "sanity check"

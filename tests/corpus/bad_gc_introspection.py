@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: static
 # reason: gc access
 # runtime: accepted

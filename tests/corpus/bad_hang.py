@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: time limit
 """forward never returns (an infinite loop in C++)."""

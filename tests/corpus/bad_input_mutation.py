@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: integrity
 # reason: modified input
 """Runs the (correct) C++ softmax in place on the input to save an allocation and returns the

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: integrity
 # reason: not a plain torch.Tensor
 """Returns a torch.Tensor subclass whose data is computed lazily: forward only records the C++

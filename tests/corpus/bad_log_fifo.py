@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: load
 # reason: mkfifo|unlink
 # native: load|run

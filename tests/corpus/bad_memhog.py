@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: memory
 """forward allocates far beyond the worker's memory limit (16 GiB, touched)."""

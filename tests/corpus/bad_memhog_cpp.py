@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: SIG|time limit
 """C++ kernel mallocs and touches memory until malloc fails, then writes through NULL."""

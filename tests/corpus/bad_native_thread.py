@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: integrity
 # reason: native thread
 """The C++ kernel computes the right result but also starts a detached std::thread that keeps a

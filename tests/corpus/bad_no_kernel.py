@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: integrity
 # reason: no custom kernel
 """A pure-torch reimplementation of softmax presented as an optimisation: no custom kernel at all."""

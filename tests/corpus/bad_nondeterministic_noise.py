@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: wrong result
 """Adds a little random noise (torch.rand_like * 1e-3) to an otherwise correct C++ softmax, as a

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: wrong result|native thread
 """Splits each row's sum across OpenMP threads but combines the partial sums with a plain store

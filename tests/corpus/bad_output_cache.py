@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: wrong result
 """Memoises the output per input shape: the C++ kernel runs on the first call for a shape and

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: cache|wrong result
 """Memoises the output per input *tensor* (data pointer and shape). Correct whenever the inputs

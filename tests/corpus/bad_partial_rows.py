@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness
 # reason: wrong result
 """Launches the C++ kernel on only the first half of the rows (a wrong row count in the launch);

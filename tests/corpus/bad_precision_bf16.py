@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness
 # reason: wrong result
 """Halves the bytes read by casting x to bfloat16 before the C++ kernel (which widens back to

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness
 # reason: wrong result
 """Replaces exp with a cheap bit-trick approximation (Schraudolph's: about 4% relative error)

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: forward raised
 """forward raises a Python exception."""

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # arch: x86_64
 # expect: load
 # reason: system-call instruction

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: SIGSEGV
 """C++ kernel writes through a null pointer."""

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: wrong result
 """A "graph replay" optimisation gone wrong: the first call captures a static input and output

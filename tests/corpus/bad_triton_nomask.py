@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: out-of-bounds
 """Triton softmax over blocks of rows whose loads and stores mask the columns but not the rows:

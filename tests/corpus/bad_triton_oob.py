@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: run
 # reason: out-of-bounds
 """Triton row softmax whose column mask is off by one: it reads one element past each row,

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness|integrity
 # reason: wrong result
 """The C++ kernel computes each row into a thread-local scratch row and never copies it to the

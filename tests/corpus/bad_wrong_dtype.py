@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness
 # reason: dtype
 """Returns float64 where the reference returns float32."""

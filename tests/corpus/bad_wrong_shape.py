@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: correctness
 # reason: shape
 """Drops the last column of the output."""

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: accepted
 """An honest, correct C++ row softmax whose forward prints ANSI escapes (colour, clear screen, a
 window title) on its first calls, as a noisy debug print would. It is accepted, and its logs

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: accepted
 """A C++ kernel (row maximum, then exp(x - max)) followed by a torch.compile'd epilogue that
 normalises each row. torch.compile runs inductor inside the candidate's own process, which execs

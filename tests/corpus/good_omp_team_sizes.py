@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: accepted
 """OpenMP regions with their own team sizes (8, 3 and 1 threads on a machine with fewer cores):
 libgomp keeps the extra team members parked between regions, so threads beyond the harness's

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: accepted
 """A plain, correct C++ row softmax (scalar std::exp, OpenMP over rows)."""
 import ctypes

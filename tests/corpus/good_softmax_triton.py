@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: accepted
 """A correct Triton row softmax (several rows per program, rows and columns masked). On the CPU
 platform it runs in the Triton interpreter and is accepted without a speedup."""

@@ -1,4 +1,4 @@
-# problem: softmax
+# problem: problems/softmax_small.py
 # expect: accepted
 """A candidate that builds two libraries with `load_cpp` (a row-maximum kernel and an
 exp-normalise kernel, compiled with different flags): each is built by the driver, inspected
