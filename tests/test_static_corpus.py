@@ -92,7 +92,7 @@ SYNTH_SAMPLE = [EXAMPLES / "softmax" / "problem.py",
 @pytest.mark.parametrize("language", ["cpp", "triton"])
 @pytest.mark.parametrize("problem", SYNTH_SAMPLE, ids=[p.parent.name for p in SYNTH_SAMPLE])
 def test_synthesized_candidates_pass(problem, language):
-    """The synthesizer's drafts pass the rules as written (test_synth.py runs more of them
+    """The synthesizer's drafts pass the rules as written (test_synth_drafts.py runs more of them
     through the whole harness)."""
     from kernelevolve.synth import synthesize
 
