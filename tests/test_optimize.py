@@ -157,34 +157,30 @@ def test_runs_show_best_and_report_commands(e2e):
 
 # ---- Python API and user errors ---------------------------------------------------------------
 
-def quick_api_timing(monkeypatch):
-    """The Python API builds its RunConfig from defaults (KERNELEVOLVE_CONFIG is the CLI's):
-    the runs it creates here get the suite's quick timing, as every CLI run does."""
-    from kernelevolve.config import build_config
-    from kernelevolve.run import Run
-
-    quick, create = build_config(None, {}), Run.create.__func__
-
-    def quick_create(cls, problem_path, config, **kwargs):
-        config.search_timing, config.final_timing = quick.search_timing, quick.final_timing
-        return create(cls, problem_path, config, **kwargs)
-
-    monkeypatch.setattr(Run, "create", classmethod(quick_create))
-
-
-def test_python_api_optimize_and_load(tmp_path, monkeypatch):
+def test_python_api_optimize_and_load(tmp_path):
+    """kernelevolve.optimize reads its settings as the CLI does: KERNELEVOLVE_CONFIG (the suite's
+    quick timing, tests/conftest.py) when no config is passed, a passed config file instead."""
     import kernelevolve
+    from kernelevolve.config import build_config
+    from one_finalist import one_finalist_config
 
-    quick_api_timing(monkeypatch)
     ws = tmp_path / "ws"
     run = kernelevolve.optimize(PROBLEM, seeds=[CANDIDATE], workspace=ws, max_evals=2)
     assert run.status == "completed"
     assert run.store.eval_count(run.id) == 2
     assert run.outcome["message"]
+    quick = build_config(None, {})
+    assert (run.config.search_timing, run.config.final_timing) == (quick.search_timing,
+                                                                    quick.final_timing)
+    assert run.config.budgets.max_evals == 2 and run.config.final_top_k == 3
     loaded = kernelevolve.Run.load(run.id, ws)
     assert loaded.summary() == run.summary()
     assert loaded.best_source() == run.summary().best_source
     assert (ws / "runs" / run.id / "best.py").is_file() == (run.outcome["kind"] == "improved")
+    other = kernelevolve.optimize(PROBLEM, seeds=[CANDIDATE], workspace=ws, max_evals=1,
+                                  config=one_finalist_config(tmp_path), policy="greedy")
+    assert (other.config.final_top_k, other.config.policy) == (1, "greedy")
+    assert other.store.eval_count(other.id) == 1
 
 
 def test_python_api_usage_errors(tmp_path):

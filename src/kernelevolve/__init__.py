@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernelevolve.search.termination import DEFAULT_MAX_EVALS
-
 from kernelevolve.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,26 +23,28 @@ def evaluate(problem: Any, candidate: Any, **kwargs: Any):
 
 
 def optimize(problem: Any, *, seeds: list[Any] = (), workspace: Any = ".kernelevolve",
-             platform: str = "cpu", operators: list[str] | None = None, policy: str = "ucb",
-             max_evals: int | None = DEFAULT_MAX_EVALS, max_time: float | None = None,
-             target: float | None = None, workers: int | None = None, seed: int = 0,
-             allow_no_kernel: bool = False, strict: bool = False, executor: str = "local",
-             ray_address: str | None = None) -> "Run":
+             config: Any = None, platform: str | None = None,
+             operators: list[str] | None = None, policy: str | None = None,
+             max_evals: int | None = None, max_time: float | None = None,
+             target: float | None = None, workers: int | None = None, seed: int | None = None,
+             allow_no_kernel: bool | None = None, strict: bool | None = None,
+             executor: str | None = None, ray_address: str | None = None) -> "Run":
     """Run a search (as `kernelevolve optimize` does) and return the finished `Run`.
 
-    `executor="ray"` evaluates on Ray actors (`ray_address`, or a private instance on 127.0.0.1);
-    `workers` is the number of evaluation slots (default: 1 locally, the cluster's on Ray)."""
-    from kernelevolve.run import Run, RunConfig
-    from kernelevolve.search.termination import Budgets
+    Settings left out come, as on the command line, from `config` (a run config TOML file, like
+    `--config`), else from the file `KERNELEVOLVE_CONFIG` names, else the defaults of
+    `kernelevolve optimize --help`. `executor="ray"` evaluates on Ray actors (`ray_address`, or
+    a private instance on 127.0.0.1); `workers` is the number of evaluation slots (default: 1
+    locally, the cluster's on Ray)."""
+    from kernelevolve.config import build_config
+    from kernelevolve.run import Run
 
-    config = RunConfig(platform=platform, policy=policy,
-                       workers=workers, seed=seed, allow_no_kernel=allow_no_kernel,
-                       strict=strict, budgets=Budgets(max_evals=max_evals, max_time_s=max_time,
-                                                      target_speedup=target),
-                       executor=executor, ray_address=ray_address)
-    if operators is not None:
-        config.operators = list(operators)
-    run = Run.create(problem, config, seeds=list(seeds), workspace=workspace)
+    flags = {"platform": platform, "policy": policy, "max_evals": max_evals,
+             "max_time": max_time, "target": target, "workers": workers, "seed": seed,
+             "allow_no_kernel": allow_no_kernel, "strict": strict, "executor": executor,
+             "ray_address": ray_address,
+             "operators": None if operators is None else list(operators)}
+    run = Run.create(problem, build_config(config, flags), seeds=list(seeds), workspace=workspace)
     run.execute()
     return run
 
