@@ -84,6 +84,7 @@ def test_corpus_candidate(evaluator, planted_secrets, path):
 
 def test_pool_usable_after_corpus(evaluator):
     """After crashes, hangs, exits and memory hogs, the same pool still accepts a good kernel."""
-    result = evaluator.evaluate(example("softmax"), CORPUS / "good_softmax_cpp.py")
+    result = evaluator.evaluate(problem_path("problems/softmax_small.py"),
+                                CORPUS / "good_softmax_cpp.py")
     assert result.accepted, result.reason
     assert all(w.alive for w in evaluator.pool.workers)

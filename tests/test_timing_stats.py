@@ -232,9 +232,10 @@ def test_each_timed_case_says_what_ended_its_timing(evaluator, measurement):
     ("tight"); one no timing reaches ends at the time cap, and the result says so per case."""
     from dataclasses import replace
 
-    from conftest import example
+    from conftest import PROBLEMS, example
 
-    problem, cand = example("softmax"), example("softmax").parent / "candidate_cpp.py"
+    problem = PROBLEMS / "softmax_small.py"
+    cand = example("softmax").parent / "candidate_cpp.py"
     for tight, max_time_s, why in ((50.0, 5.0, "tight"), (1.0001, 0.3, "time cap")):
         policy = TimingPolicy(min_reps=5, min_time_s=0.05, max_time_s=max_time_s, tight=tight)
         opts = replace(evaluator.options, timing=policy, measurement=measurement)
