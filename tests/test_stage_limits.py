@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import CORPUS, example, run_cli
+from conftest import CORPUS, PROBLEMS, run_cli
 from kernelevolve.harness.driver.pool import Limits
 from kernelevolve.harness.driver.stage_limits import (INTERPRETER_FACTOR, MAX_MACHINE_FACTOR,
                                                PROBE_IDLE_S, machine_factor, stage_timeouts)
@@ -36,14 +36,14 @@ def test_machine_factor_is_clamped_and_measured():
 def test_stage_timeout_flag_limits_a_hung_candidate(tmp_path):
     """The default run limit here is 120 s or more; --stage-timeout 3 ends the hang in 3."""
     out = tmp_path / "r.json"
-    proc = run_cli("eval", str(example("softmax")), str(CORPUS / "bad_hang.py"),
+    proc = run_cli("eval", str(PROBLEMS / "softmax_small.py"), str(CORPUS / "bad_hang.py"),
                    "--stage-timeout", "3", "--json", str(out), timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     result = json.loads(out.read_text())
     assert result["stage"] == "run" and "time limit" in result["reason"]
     wall = float(result["reason"].split("time limit (")[1].split(" s)")[0])
     assert 3.0 <= wall < 30.0, result["reason"]
-    proc = run_cli("eval", str(example("softmax")), str(CORPUS / "bad_hang.py"),
+    proc = run_cli("eval", str(PROBLEMS / "softmax_small.py"), str(CORPUS / "bad_hang.py"),
                    "--stage-timeout", "0", timeout=120)
     assert proc.returncode == 2 and "--stage-timeout 0" in proc.stderr
 
