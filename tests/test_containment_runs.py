@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, example, run_cli
+from conftest import CORPUS, PROBLEMS, run_cli
 from llm_servers import ScriptedServer, prompt_of
 from outcomes import assert_measured_exit
 from test_containment import SECRETS
@@ -23,6 +23,8 @@ pytestmark = pytest.mark.slow
 ATTACKS = ["bad_secret_names", "bad_log_symlink", "bad_log_fifo", "bad_protocol_garbage",
            "bad_capi_cpp", "bad_daemon", "bad_cache_plant", "bad_jobdir_squat"]
 GOOD = CORPUS / "good_softmax_cpp.py"
+# examples/softmax's model at 8-16x fewer elements: the subject is containment, not the sizes.
+SMALL = PROBLEMS / "softmax_small.py"
 KEY_VAR = "KE_CONTAIN_LLM_KEY"
 KEY = "sk-hunter2-llm-key"
 
@@ -47,7 +49,7 @@ def test_llm_run_whose_replies_are_attacks_leaks_nothing(tmp_path):
 
     ws = tmp_path / "ws"
     with ScriptedServer(handler=answer) as server:
-        proc = run_cli("optimize", str(example("softmax")), "--operator", "llm",
+        proc = run_cli("optimize", str(SMALL), "--operator", "llm",
                        "--llm", "openai:test-model", "--llm-base-url", server.openai_base_url,
                        "--llm-api-key-env", KEY_VAR, "--max-evals", str(len(ATTACKS) + 2),
                        # the run's one torch.compile timing (3 inductor builds) is for the
@@ -94,7 +96,7 @@ def test_optimize_killed_then_resumed_over_attack_seeds(tmp_path):
     log = tmp_path / "optimize.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "kernelevolve.cli", "optimize",
-                                 str(example("softmax")), *seeds, "--seed-candidate", str(GOOD),
+                                 str(SMALL), *seeds, "--seed-candidate", str(GOOD),
                                  "--operator", "tune", "--max-evals", str(len(ATTACKS) + 3),
                                  "--workspace", str(ws)],
                                 stdout=out, stderr=subprocess.STDOUT, env=env,
