@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import CORPUS, EXAMPLES, example, run_cli
+from conftest import CORPUS, EXAMPLES, PROBLEMS, run_cli
 from llm_servers import ScriptedServer, prompt_of
 from one_finalist import one_finalist_config
 from outcomes import assert_measured_exit
@@ -25,6 +25,8 @@ from kernelevolve.search.memory import history_table
 from kernelevolve.types import EvalResult
 
 KEY_VAR = "KE_PROMPT_TEST_KEY"
+# examples/softmax's model at 8-16x fewer elements: the subject is the prompts, not the sizes.
+SMALL = PROBLEMS / "softmax_small.py"
 GOOD = (EXAMPLES / "softmax" / "candidate_cpp.py").read_text()
 WRONG_TAIL = (CORPUS / "bad_tail.py").read_text()
 # Scalar exp on one thread, each row's pass done 8 times: far slower than GOOD even on a busy
@@ -173,7 +175,7 @@ def wire(tmp_path_factory):
     test_llm_calls.py)."""
     ws = tmp_path_factory.mktemp("prompts") / "ws"
     with ScriptedServer(handler=Script()) as server:
-        proc = run_cli("optimize", str(example("softmax")), "--operator", "llm",
+        proc = run_cli("optimize", str(SMALL), "--operator", "llm",
                        "--llm", "openai:test-model", "--llm-base-url", server.openai_base_url,
                        "--llm-api-key-env", KEY_VAR, "--max-evals", "6",
                        "--config", str(one_finalist_config(ws.parent)),  # no verdict asserted
@@ -244,16 +246,16 @@ def test_baselines_machine_facts_and_speed_of_light_are_in_the_prompt(wire):
     # test_llm_operator.py's Anthropic run)
     rows = re.findall(r"^\| (\S+) \| ([\d.]+) \| ([\d.]+) \| [\d.]+ \((eager|compile)\) \|$",
                       later, re.M)
-    assert {r[0] for r in rows} == {"512x2048", "128x8192", "tail_131x999"}, later[:3000]
+    assert {r[0] for r in rows} == {"64x1024", "16x4096", "tail_33x999"}, later[:3000]
     assert "How you are timed" in first
     assert re.search(r"memory bandwidth [\d.]+ GB/s", first), first[:3000]
     improve = [r.prompt for r in requests if "stage reached: accepted" in r.prompt]
     assert improve and re.search(r"\| \d+% \((memory|compute)-bound\), achieved [\d.]+ GB/s",
                                  improve[-1])
-    assert re.search(r"^- `512x2048`: [\d.]+ MB moved, no matmul-class FLOPs: [\d.]+ ms at best "
+    assert re.search(r"^- `64x1024`: [\d.]+ MB moved, no matmul-class FLOPs: [\d.]+ ms at best "
                      r"\(memory-bound\)$", later, re.M)
     assert "### Its profile (observed from outside its process)" in improve[-1]
-    assert re.search(r"case 512x2048: candidate CPU [\d.]+ ms/call", improve[-1])
+    assert re.search(r"case 64x1024: candidate CPU [\d.]+ ms/call", improve[-1])
     assert summary["operators"]["configured"] == ["llm"]
     assert set(summary["operators"]["ran"]) == {"llm"}
     # One baseline (issue 27): the evaluation that also timed torch.compile is ranked on its
