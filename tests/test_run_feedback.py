@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from outcomes import assert_measured_exit
-from conftest import CORPUS, example, run_cli
+from conftest import CORPUS, PROBLEMS, example, run_cli
 from llm_servers import Reply, ScriptedServer
 from one_finalist import one_finalist_config
 from test_optimize import CANDIDATE, PROBLEM, one_line
@@ -27,6 +27,8 @@ from kernelevolve import exit_codes
 
 KEY_VAR = "KE_FAILURES_TEST_KEY"
 SEED = CORPUS / "good_softmax_cpp.py"
+# examples/softmax's model at 8-16x fewer elements, for a search whose subject is not the sizes.
+SMALL = PROBLEMS / "softmax_small.py"
 TIMEOUT = 600
 
 
@@ -122,7 +124,7 @@ def test_llm_that_fails_every_call_stops_the_run_with_exit_5(tmp_path):
     at the first call: tests/test_llm_calls.py.)"""
     ws = tmp_path / "ws"
     with ScriptedServer([Reply(status=404, text="no such model")]) as server:
-        r = cli("optimize", example("softmax"), "--seed-candidate", SEED, "--operator", "llm",
+        r = cli("optimize", SMALL, "--seed-candidate", SEED, "--operator", "llm",
                 "--llm", "openai:test-model", "--llm-base-url", server.openai_base_url,
                 "--llm-api-key-env", KEY_VAR, "--llm-max-failures", 2, "--max-evals", 6,
                 "--no-compile-figures", "--workspace", ws, "--json", tmp_path / "s.json", env={KEY_VAR: "sk-test"})
