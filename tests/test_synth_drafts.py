@@ -126,9 +126,10 @@ def test_rewritten_softmax_candidate_is_accepted(evaluator, tmp_path):
     assert read_config(src) != cfg
     path = tmp_path / "candidate_tuned.py"
     path.write_text(rewrite(src, cfg))
-    # examples/softmax with a quarter of the rows in its two large cases: 262144 elements
-    # each, still past the threshold (threads), the 131x999 tail still below it (one thread)
-    result = evaluator.evaluate(fewer_rows(example("softmax"), (128, 32, 131), tmp_path), path)
+    # examples/softmax with an eighth of the rows in its two large cases: 131072 elements
+    # each, at the threshold (rows * cols >= it: threads, 4-row tasks), the 131x999 tail
+    # (130869) just below it (one thread)
+    result = evaluator.evaluate(fewer_rows(example("softmax"), (64, 16, 131), tmp_path), path)
     assert result.accepted, result.reason
     assert all(c.correct for c in result.cases)
 
