@@ -4,11 +4,10 @@ most of them under the interpreter. Moved here from test_synth.py, which keeps t
 the operator's checks."""
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from conftest import PROBLEMS, example
+from problem_copies import fewer_rows
 from kernelevolve.operators.tunables import parse, read_config, rewrite, space
 from kernelevolve.synth import synthesize
 
@@ -62,26 +61,6 @@ def _evaluate(evaluator, problem, source, tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(source)
     return evaluator.evaluate(problem, path)
-
-
-def fewer_rows(problem, rows, tmp_path):
-    """A copy of an example whose cases bind BATCH to `rows` (the columns unchanged)."""
-    text = problem.read_text()
-    tree = ast.parse(text)
-    node = next(n for n in tree.body if isinstance(n, ast.Assign)
-                and [t.id for t in n.targets if isinstance(t, ast.Name)] == ["CASES"])
-    cases = ast.literal_eval(node.value)
-    assert len(cases) == len(rows) and all("BATCH" in c for c in cases)
-    for case, n in zip(cases, rows):
-        old = case["name"].split("_")[-1]
-        case["name"] = case["name"].replace(old, f"{n}x{old.split('x', 1)[1]}")
-        case["BATCH"] = n
-    lines = text.splitlines(keepends=True)
-    start, end = node.lineno - 1, node.end_lineno
-    body = "".join(lines[:start]) + f"CASES = {cases!r}\n" + "".join(lines[end:])
-    path = tmp_path / f"fewer_rows_{problem.parent.name}.py"
-    path.write_text(body.replace("\nBATCH = ", f"\nBATCH = {rows[0]}  # was ", 1))
-    return path
 
 
 @pytest.mark.parametrize("name", sorted(CPP_PROBLEMS))
