@@ -80,7 +80,12 @@ def tuned(tmp_path_factory):
             if state and len(state["rows"]) >= 2 and state["rows"][0]["status"] == "done" \
                     and state["rows"][1].get("run_id"):
                 break
-            assert proc.poll() is None, proc.communicate()
+            if proc.poll() is not None:  # it ended before the second hot spot's search ran
+                out, err = proc.communicate()
+                pytest.fail(f"tune-model exited {proc.returncode} before the second hot spot's "
+                            f"search was seen running; campaign rows: "
+                            f"{json.dumps((state or {}).get('rows'), default=str)[:3000]}\n"
+                            f"stdout tail: {out[-1500:]}\nstderr tail: {err[-1500:]}")
             time.sleep(0.2)
         else:
             pytest.fail(f"the first search did not finish in {CAMPAIGN_WAIT_S} s: {state}")
