@@ -100,7 +100,9 @@ def test_optimize_cli_finds_the_known_best_configuration(e2e):
     best = tmp / "best.py"
     r = cli("best", s["run_id"], "--workspace", ws, "--out", best)
     assert r.returncode == 0, r.stderr
-    assert read_config(best.read_text())["REPEAT"] == 1
+    finalists = [(f, next((n["stage"], n.get("reason", "")[:200]) for n in s["nodes"]
+                          if n["id"] == f["node_id"])) for f in outcome["finalists"]]
+    assert read_config(best.read_text())["REPEAT"] == 1, (outcome["message"], finalists)
     assert s["best_source"] == best.read_text()
     # The run's printed answer names the run, the outcome and where the best kernel is.
     out = e2e["proc"].stdout

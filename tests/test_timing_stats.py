@@ -146,6 +146,21 @@ def test_the_best_lower_bound_wins_not_the_best_point_estimate():
     assert verdict["kind"] == "improved" and verdict["node_id"] == 2
 
 
+def test_when_none_clears_1_the_fastest_point_estimate_is_named():
+    """No finalist clears 1: the answer names the likeliest-fastest, not the steadiest. A steady
+    0.89x (interval 0.87-0.91) beside a 1.3x that a load spike widened below 1 was crowned by
+    its lower bound, and `kernelevolve best` handed out the slower kernel (a CI run, stop 34)."""
+    rng = np.random.default_rng(8)
+    steady_slow = _result_from({"a": paired(rng, 0.89, 1.0, 200, shared=0.02, own=0.02)},
+                               {"a": 1.0})
+    spiked_fast = _result_from({"a": paired(rng, 1.3, 1.0, 8, shared=0.6, own=0.6,
+                                            outliers=0.2)}, {"a": 1.0})
+    assert spiked_fast.speedup_ci[0] < steady_slow.speedup_ci[0] < 1.0
+    verdict = decide([(1, steady_slow), (2, spiked_fast)], "budget")
+    assert verdict["kind"] == "no_safe_improvement" and verdict["node_id"] == 2
+    assert "node 2" in verdict["message"] and "does not clear 1" in verdict["message"]
+
+
 # ---- noise against change (the rules search/memory.py's history table uses) -------------------
 def test_the_same_code_timed_twice_is_not_separated_and_a_real_slowdown_is():
     """Two evaluations of the same kernel: their intervals overlap (no REGRESSED verdict) in
