@@ -184,12 +184,12 @@ def wire(tmp_path_factory):
         requests = list(server.requests)
     summary = json.loads((ws / "s.json").read_text())
     assert_measured_exit(proc.returncode, summary, proc.stdout + proc.stderr)
-    return requests, summary
+    return requests, summary, ws
 
 
 @pytest.mark.slow
 def test_the_history_table_reaches_the_model(wire):
-    requests, summary = wire
+    requests, summary, _ = wire
     last = requests[-1].prompt
     evaluated = [n for n in summary["nodes"] if n["id"] != 0 and n["stage"]]
     table = last.split("## The run so far", 1)[1]
@@ -204,7 +204,7 @@ def test_the_history_table_reaches_the_model(wire):
 
 
 def test_a_rejected_draft_is_repaired_not_drafted_again(wire):
-    requests, summary = wire
+    requests, summary, _ = wire
     assert "## Parent candidate" not in requests[0].prompt
     repair = requests[1].prompt  # the next call fixes the draft, with its error
     assert "## Parent candidate (node 1" in repair and "stage reached: correctness" in repair
@@ -215,7 +215,7 @@ def test_a_rejected_draft_is_repaired_not_drafted_again(wire):
 
 
 def test_contract_and_answer_format_fit_the_target(wire):
-    requests, _ = wire
+    requests, _, _ = wire
     for req in requests:
         system, user = _system_and_user(req)
         assert "C++ (CPU): `from kernelevolve.runtime import load_cpp" in user
@@ -225,7 +225,7 @@ def test_contract_and_answer_format_fit_the_target(wire):
 
 
 def test_notes_are_whole_and_in_every_prompt(wire):
-    requests, _ = wire
+    requests, _, _ = wire
     for req in requests:
         user = _system_and_user(req)[1]
         notes = user.split("## Knowledge notes", 1)[1]
@@ -239,7 +239,7 @@ def test_notes_are_whole_and_in_every_prompt(wire):
 
 
 def test_baselines_machine_facts_and_speed_of_light_are_in_the_prompt(wire):
-    requests, summary = wire
+    requests, summary, _ = wire
     first, later = requests[0].prompt, requests[-1].prompt
     assert "## Baselines to beat" in first and "not measured yet" in first
     # torch.compile timed once, in the first evaluation (--no-compile-figures, eager only:
@@ -263,3 +263,23 @@ def test_baselines_machine_facts_and_speed_of_light_are_in_the_prompt(wire):
     for node in summary["nodes"]:
         if node["id"] and node["stage"] == "accepted":
             assert node["fitness"] == pytest.approx(node["speedup"]), node
+
+
+@pytest.mark.slow
+def test_the_evaluation_that_times_torch_compile_keeps_its_fitness_over_eager(wire):
+    """The run's first measured evaluation also times torch.compile (for the prompts' "to beat"
+    column). Its fitness stayed the speedup over torch.compile, labelled "over eager", so the
+    search ranked nodes on mixed numbers. Now fitness is over the run's baseline everywhere and
+    the compile speedup is its own figure."""
+    from kernelevolve.store import Store
+
+    _, summary, ws = wire
+    with Store.open(ws) as store:
+        results = [store.evaluation(summary["run_id"], n["id"]) for n in summary["nodes"]
+                   if n["id"] and n["stage"] == "accepted"]
+    timed = [r for r in results if r.compile_speedup is not None]
+    assert len(timed) == 1, "one evaluation timed torch.compile"
+    first = timed[0]
+    assert first.baseline == "eager"
+    assert first.fitness == pytest.approx(first.speedup)
+    assert first.fitness != pytest.approx(first.compile_speedup, rel=1e-9)
