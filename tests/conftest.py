@@ -128,7 +128,28 @@ HEAVY_FIXTURES = {
 }
 
 
+# The full suite's files, heaviest first (seconds of test time on 2 idle cores, a full run's
+# junit summed per file, 2026-12-06): `--dist loadfile` hands each worker the next file in
+# collection order (pyproject's addopts turn off xdist's reordering by test count), so the long
+# files start first and the short ones fill in at the end; in name order a 60 s file started
+# last and one worker idled for its tail. Unlisted files keep their order after these. A hint
+# only: a stale figure costs balance, never a test.
+FILE_SECONDS = {
+    "test_corpus": 267, "test_synth_drafts": 87, "test_ray_executor": 73, "test_optimize": 71,
+    "test_measure": 67, "test_model_tune": 64, "test_run_feedback": 63, "test_agent": 62,
+    "test_plugins": 59, "test_prompt_context": 54, "test_registry": 54, "test_synth_ops": 52,
+    "test_llm_operator": 50, "test_resume": 45, "test_containment": 44,
+    "test_containment_jobs": 36, "test_containment_runs": 32, "test_aten_suite": 30,
+    "test_candidate_text": 28, "test_synth_fuzz": 28, "test_synth": 25, "test_bench": 25,
+    "test_synth_argscan": 24, "test_cli": 23, "test_examples": 21, "test_sandbox": 18,
+    "test_timing_stats": 17, "test_triton_guard": 16, "test_llm_calls": 16,
+    "test_synth_capture": 15,
+}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # a stable sort: each file's tests stay together and in their own order
+    items.sort(key=lambda item: -FILE_SECONDS.get(item.path.stem, 0))
