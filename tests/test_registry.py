@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 
@@ -277,6 +278,36 @@ def test_tampered_artifacts_are_refused(reg, searched):
                                             r"does not match its recorded hash"):
         patching.patch(net, reg)
     assert "forward" not in vars(net.norm)
+
+
+def test_serving_folders_go_with_a_refused_load_and_with_the_process(reg, tmp_path,
+                                                                      monkeypatch):
+    """load_kernel writes the verified bytes to a private folder: one per load, left in /tmp
+    for good by every serving process and every refused load until they were removed."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from kernelevolve.registry.loader import load_kernel
+
+    served = tmp_path / "served"
+    served.mkdir()
+    code = ("import sys; from kernelevolve.registry import Registry\n"
+            "from kernelevolve.registry.loader import load_kernel\n"
+            "reg = Registry.open(sys.argv[1]); k = load_kernel(reg, reg.get('rmsnorm'))\n"
+            "print(k.folder, k.folder.is_dir())")
+    r = subprocess.run([sys.executable, "-c", code, str(reg.root)], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "TMPDIR": str(served)})
+    assert r.returncode == 0 and r.stdout.split()[1] == "True", r.stderr
+    assert list(served.iterdir()) == []
+    lib = reg.get("rmsnorm").entry["libraries"][0]
+    path = reg.objects.path(lib["object"])
+    path.chmod(0o644)
+    path.write_bytes(b"\0" + path.read_bytes()[1:])
+    monkeypatch.setattr(tempfile, "tempdir", str(served))
+    with pytest.raises(RegistryError, match="does not match its recorded hash"):
+        load_kernel(reg, reg.get("rmsnorm"))
+    assert list(served.iterdir()) == []
 
 
 def test_coverage_flushes_to_the_registry_and_the_cli_shows_it(reg, searched):

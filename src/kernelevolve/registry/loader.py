@@ -10,9 +10,11 @@ compiled (a serving machine need not have a compiler, and must not run unvetted 
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -83,10 +85,23 @@ def verified_bytes(registry: Registry, object_hash: str, expected: str, what: st
 
 
 def load_kernel(registry: Registry, record: KernelRecord) -> LoadedKernel:
-    """Verify and import a registered kernel's module (ModelNew not yet constructed)."""
-    entry = record.entry
+    """Verify and import a registered kernel's module (ModelNew not yet constructed), from a
+    private folder removed when the load fails or the process exits."""
     folder = Path(tempfile.mkdtemp(prefix=f"ke-serve-{record.name}-v{record.version}-"))
     os.chmod(folder, 0o700)
+    try:
+        loaded = _load_into(registry, record, folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    # Its libraries are mapped and a lazy one may still be opened at a later call: the folder
+    # stays while the process lives and goes with it.
+    atexit.register(shutil.rmtree, folder, True)
+    return loaded
+
+
+def _load_into(registry: Registry, record: KernelRecord, folder: Path) -> LoadedKernel:
+    entry = record.entry
     src = entry["source"]
     code = verified_bytes(registry, src["object"], src["sha256"],
                           f"{record.label}: kernel source {src['file']}")
