@@ -4,7 +4,7 @@ runs torch-kept steps and kernel calls in plan order."""
 from __future__ import annotations
 
 from kernelevolve.synth.cpp_prelude import PRELUDE, tunables_read
-from kernelevolve.synth import emit_cpp_solo
+from kernelevolve.synth import emit_cpp_pool, emit_cpp_solo
 from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
                                        ident, imports_of, init_source, problem_name, table_args,
@@ -42,8 +42,10 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     ref = Reference(problem_path)
     g = p.graph
     kernels = [KernelWriter(k) for k in p.kernels]
-    code = "\n\n".join([w.write() for w in kernels] + [emit_cpp_solo.write(k) for k in p.solos])
-    cpp = PRELUDE + (emit_cpp_solo.PRELUDE if p.solos else "") + "\n" + code + "\n"
+    code = "\n\n".join([w.write() for w in kernels] + [emit_cpp_solo.write(k) for k in p.solos]
+                       + [emit_cpp_pool.write(k) for k in p.pools])
+    cpp = (PRELUDE + (emit_cpp_solo.PRELUDE if p.solos else "")
+           + (emit_cpp_pool.PRELUDE if p.pools else "") + "\n" + code + "\n")
     used = tunables_read(code)
     name = problem_name(problem_path)
     lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {name}.',
@@ -78,6 +80,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
         lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + "
                      "[ctypes.c_int64] * 3")
         lines.append(f"_lib.{k.name}.restype = None")
+    for k in p.pools:
+        lines += emit_cpp_pool.argtypes(k)
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
               "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
@@ -89,6 +93,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
             body.append(torch_step(g, item, ref))
         elif kind == "solo":
             body += _solo_call(item, g, ref)
+        elif kind == "pool":
+            body += emit_cpp_pool.call(item, g, ref)
         else:
             body += _call(item, g, ref)
     body += forward_epilogue(p, ref)

@@ -16,7 +16,7 @@ from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_ep
 from kernelevolve.synth.plan import KNode, Kernel, LoopKind, Plan, Reduction
 from kernelevolve.synth.plan_solo import SoloKernel
 from kernelevolve.synth.schedule import Pass, Programs
-from kernelevolve.synth import triton_solo
+from kernelevolve.synth import triton_pool, triton_solo
 from kernelevolve.synth.solo_glue import solo_setup
 from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit, reduce_step
 from kernelevolve.synth.triton_mid import TritonMidBody
@@ -147,7 +147,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     g = p.graph
     writers = [_KernelWriter(k) for k in p.kernels]
     kernels = "\n\n\n".join([w.write() for w in writers]
-                             + [triton_solo.write(k) for k in p.solos])
+                             + [triton_solo.write(k) for k in p.solos]
+                             + [triton_pool.write(k) for k in p.pools])
     helpers = [name for name in HELPERS if f"{name}(" in kernels]
     helpers = [HELPERS[h] for h in helpers] + [triton_solo.HELPERS[h]
                                                 for h in triton_solo.helpers_used(p.solos)]
@@ -157,7 +158,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     # What the launches in _call read: BLOCK_ELEMENTS all but middle-dim kernels, MAX_BLOCK_COLS
     # all but flat ones (a knob nothing reads would cost the tuner evaluations of one kernel).
     blocks = any(k.schedule.programs is not Programs.MID_BLOCKS for k in p.kernels) or \
-        bool(p.solos)
+        bool(p.solos) or bool(p.pools)
     cols = any(k.schedule.programs is not Programs.FLAT for k in p.kernels)
     lines = [f'"""Synthesized Triton candidate (kernelevolve synth) for {name}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
@@ -184,6 +185,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     for kind, item in p.steps:
         if kind == "solo":
             body += _solo_call(item, g, ref)
+        elif kind == "pool":
+            body += triton_pool.launch(item, g, ref)
         else:
             body += [torch_step(g, item, ref)] if kind == "torch" else _call(item, g, ref)
     body += forward_epilogue(p, ref)

@@ -23,6 +23,7 @@ from kernelevolve.synth.fold import fold_constants
 from kernelevolve.synth.ops import normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
+from kernelevolve.synth.plan_pool import explain_line, pool_of, same_pool
 from kernelevolve.synth.plan_solo import SoloKernel, pair_values, solo_of
 from kernelevolve.synth.schedule import schedule
 from kernelevolve.synth.sink import sink_views
@@ -38,6 +39,7 @@ class Plan:
     kernels: list[Kernel]            # ("solo", SoloKernel), in order
     kept: list[str]
     solos: list[SoloKernel] = field(default_factory=list)   # kernels of their own
+    pools: list = field(default_factory=list)   # ("pool", PoolKernel) steps (plan_pool.py)
 
     def summary(self) -> str:
         parts = [f"{k.name}: {'+'.join(_short_ops(k))}" for k in self.kernels]
@@ -123,7 +125,7 @@ def plan(cap: Capture | Graph) -> Plan:
         other = _plan_splitting_views(sunk)
     except NotCovered:
         return best
-    launches = lambda p: len(p.kernels) + len(p.solos)  # noqa: E731
+    launches = lambda p: len(p.kernels) + len(p.solos) + len(p.pools)  # noqa: E731
     return other if launches(other) < launches(best) else best
 
 
@@ -178,11 +180,12 @@ def _plan(graphs, g: Graph, norm, torch_views: frozenset[str]) -> Plan:
     steps, kept, solos = _steps(graphs, g, last_of, kernel_of)
     pair_values(steps, kernels, g)
     solos = [item for kind, item in steps if kind == "solo"]
-    if not kernels and not solos:
+    pools = [item for kind, item in steps if kind == "pool"]
+    if not kernels and not solos and not pools:
         ops = sorted({g.values[n].op for n in kept}) or ["nothing"]
         raise NotCovered("no fusable op: " + ", ".join(ops) + " stay(s) in torch "
                          "(not covered by the synthesizer yet)")
-    return Plan(g, steps, kernels, kept, solos)
+    return Plan(g, steps, kernels, kept, solos, pools)
 
 
 def _steps(graphs, g: Graph, last_of, kernel_of):
@@ -197,6 +200,9 @@ def _steps(graphs, g: Graph, last_of, kernel_of):
         if name in last_of:
             steps.append(("kernel", last_of[name]))
         elif name not in kernel_of:
+            if same_pool(graphs, name):
+                steps.append(("pool", pool_of(v, g, f"p{sum(k == 'pool' for k, _ in steps)}")))
+                continue
             solo = solo_of(v, g, f"s{len(solos)}") if _same_solo(graphs, name) else None
             if solo is not None:
                 steps.append(("solo", solo))
@@ -281,6 +287,7 @@ def explain(p: Plan) -> str:
     for k in p.solos:
         lines.append(f"kernel {k.name} (a kernel of its own): {k.label}, "
                      f"{'x'.join(map(str, k.shape))} {k.in_dtype} -> {k.out_dtype}")
+    lines += [explain_line(k) for k in p.pools]
     for name in p.kept:
         v = p.graph.values[name]
         lines.append(f"torch: {v.op} ({name}, shape {'x'.join(map(str, v.shape))}) stays a "
