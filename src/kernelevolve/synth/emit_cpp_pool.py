@@ -91,7 +91,7 @@ def _interior(k: PoolKernel) -> list[str]:
 
 def _skip(k: PoolKernel) -> list[str]:
     """The outputs the interior loops wrote are skipped by the general walk."""
-    return [] if k.op == "adaptive" else ["    if (df && hf && owi >= lo && owi < hi) continue;"]
+    return ["    if (df && hf && owi >= lo && owi < hi) continue;"]
 
 
 def _store(k: PoolKernel) -> list[str]:
@@ -110,9 +110,7 @@ def _window(k: PoolKernel) -> list[str]:
         return [*_bounds(k, "w"), "float best = -INFINITY;",
                 *(["int64_t where = (d0 * ih + h0) * iw + w0;"] if k.indices else []), *walk,
                 f"    const float v = plane[{at}];", *_take(k, at), "}", *_store(k)]
-    if k.op == "adaptive":
-        count = "(d1 - d0) * (h1 - h0) * (w1 - w0)"
-    elif k.divisor:
+    if k.divisor:
         count = str(k.divisor)
     elif k.count_include_pad:
         count = "dn * hn * wn"
@@ -123,14 +121,30 @@ def _window(k: PoolKernel) -> list[str]:
             f"out[row * ow + owi] = empty ? 0.0f : sum / (float)({count});"]
 
 
+def _adaptive_row(k: PoolKernel) -> list[str]:
+    """An adaptive row: the (D, H) window's rows summed into a row buffer (vectorised along W),
+    then each output sums its W window of the buffer (the same terms as torch's walk, added
+    in another order: within float rounding of it, NaN and inf alike)."""
+    return ["float* buf = (float*)std::malloc(iw * sizeof(float));",
+            "#pragma omp simd", "for (int64_t w = 0; w < iw; ++w) buf[w] = 0.0f;",
+            "for (int64_t d = d0; d < d1; ++d)", "for (int64_t h = h0; h < h1; ++h) {",
+            "    const float* src = plane + (d * ih + h) * iw;", "    #pragma omp simd",
+            "    for (int64_t w = 0; w < iw; ++w) buf[w] += src[w];", "}",
+            "for (int64_t owi = 0; owi < ow; ++owi) {",
+            *("    " + b for b in _bounds(k, "w")), "    float sum = 0.0f;",
+            "    for (int64_t w = w0; w < w1; ++w) sum += buf[w];",
+            "    out[row * ow + owi] = sum / (float)((d1 - d0) * (h1 - h0) * (w1 - w0));", "}",
+            "std::free(buf);"]
+
+
 def write(k: PoolKernel) -> str:
     vol = k.kernel[0] * k.kernel[1] * k.kernel[2]
     cost = f"{vol}" if k.op != "adaptive" else "(id / od + 1) * (ih / oh + 1) * (iw / ow + 1)"
     body = ["const int64_t p = row / (od * oh), odi = (row / oh) % od, ohi = row % oh;",
             "const float* plane = x + p * id * ih * iw;", *_bounds(k, "d"), *_bounds(k, "h"),
-            *([] if k.op == "adaptive" else _interior(k)),
-            "for (int64_t owi = 0; owi < ow; ++owi) {", *_skip(k),
-            *("    " + b for b in _window(k)), "}"]
+            *(_adaptive_row(k) if k.op == "adaptive" else
+              [*_interior(k), "for (int64_t owi = 0; owi < ow; ++owi) {", *_skip(k),
+               *("    " + b for b in _window(k)), "}"])]
     loop = ["for (int64_t row = 0; row < rows; ++row) {", *("    " + b for b in body), "}"]
     return "\n".join([f"// kernel {k.name}: {k.label}", signature(k) + " {",
                       "    const int64_t rows = planes * od * oh;",
