@@ -42,10 +42,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     ref = Reference(problem_path)
     g = p.graph
     kernels = [KernelWriter(k) for k in p.kernels]
-    code = "\n\n".join([w.write() for w in kernels] + [emit_cpp_solo.write(k) for k in p.solos]
-                       + [emit_cpp_pool.write(k) for k in p.pools])
-    cpp = (PRELUDE + (emit_cpp_solo.PRELUDE if p.solos else "")
-           + (emit_cpp_pool.PRELUDE if p.pools else "") + "\n" + code + "\n")
+    code, cpp = _cpp(p, kernels)
     used = tunables_read(code)
     name = problem_name(problem_path)
     lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {name}.',
@@ -80,8 +77,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
         lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + "
                      "[ctypes.c_int64] * 3")
         lines.append(f"_lib.{k.name}.restype = None")
-    for k in p.pools:
-        lines += emit_cpp_pool.argtypes(k)
+    lines += [line for k in p.pools for line in emit_cpp_pool.argtypes(k)]
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
               "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
@@ -100,6 +96,14 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     body += forward_epilogue(p, ref)
     lines += ["        " + b if b else "" for b in body]
     return "\n".join(lines) + "\n"
+
+
+def _cpp(p: Plan, kernels: list[KernelWriter]) -> tuple[str, str]:
+    """(the kernels' code, the whole C++ source: the prelude, the solo and pool kernels')."""
+    code = "\n\n".join([w.write() for w in kernels] + [emit_cpp_solo.write(k) for k in p.solos]
+                       + [emit_cpp_pool.write(k) for k in p.pools])
+    return code, (PRELUDE + (emit_cpp_solo.PRELUDE if p.solos else "")
+                  + (emit_cpp_pool.PRELUDE if p.pools else "") + "\n" + code + "\n")
 
 
 def _call(k: Kernel, g, ref: Reference) -> list[str]:
