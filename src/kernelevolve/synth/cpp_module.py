@@ -4,12 +4,13 @@ runs torch-kept steps and kernel calls in plan order."""
 from __future__ import annotations
 
 from kernelevolve.synth.cpp_prelude import PRELUDE, tunables_read
-from kernelevolve.synth import emit_cpp_solo
+from kernelevolve.synth import emit_cpp_solo, emit_loss
 from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
                                        ident, imports_of, init_source, problem_name, table_args,
                                        torch_step, var)
 from kernelevolve.synth.plan import Kernel, LoopKind, Plan
+from kernelevolve.synth.plan_loss import LossKernel
 from kernelevolve.synth.plan_solo import SoloKernel
 from kernelevolve.synth.solo_glue import solo_setup
 
@@ -42,7 +43,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     ref = Reference(problem_path)
     g = p.graph
     kernels = [KernelWriter(k) for k in p.kernels]
-    code = "\n\n".join([w.write() for w in kernels] + [emit_cpp_solo.write(k) for k in p.solos])
+    code = "\n\n".join([w.write() for w in kernels] + [emit_loss.cpp_write(k) if isinstance(k, LossKernel)
+                                                   else emit_cpp_solo.write(k) for k in p.solos])
     cpp = PRELUDE + (emit_cpp_solo.PRELUDE if p.solos else "") + "\n" + code + "\n"
     used = tunables_read(code)
     name = problem_name(problem_path)
@@ -74,6 +76,9 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
                      f"[ctypes.c_int64] * {ints}{flag}")
         lines.append(f"_lib.{w.k.name}.restype = None")
     for k in p.solos:
+        if isinstance(k, LossKernel):
+            lines += emit_loss.cpp_argtypes(k)
+            continue
         ptrs = 2 + k.indices + (k.values is not None)
         lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + "
                      "[ctypes.c_int64] * 3")
@@ -125,6 +130,8 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
 
 
 def _solo_call(k: SoloKernel, g, ref: Reference) -> list[str]:
+    if isinstance(k, LossKernel):
+        return emit_loss.cpp_call(k, g, ref)
     out, x, outs = solo_setup(k, g, ref)
     ptrs = ", ".join(f"{t}.data_ptr()" for t in [x, *outs])
     out.append(f"_lib.{k.name}({ptrs}, {k.name}_outer, {k.name}_n, {k.name}_inner)")

@@ -23,6 +23,7 @@ from kernelevolve.synth.fold import fold_constants
 from kernelevolve.synth.ops import normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
+from kernelevolve.synth.plan_loss import loss_of
 from kernelevolve.synth.plan_solo import SoloKernel, pair_values, solo_of
 from kernelevolve.synth.schedule import schedule
 from kernelevolve.synth.sink import sink_views
@@ -197,7 +198,8 @@ def _steps(graphs, g: Graph, last_of, kernel_of):
         if name in last_of:
             steps.append(("kernel", last_of[name]))
         elif name not in kernel_of:
-            solo = solo_of(v, g, f"s{len(solos)}") if _same_solo(graphs, name) else None
+            solo = (solo_of(v, g, f"s{len(solos)}") or loss_of(v, g, f"s{len(solos)}")
+                    if _same_solo(graphs, name) else None)
             if solo is not None:
                 steps.append(("solo", solo))
                 solos.append(solo)
@@ -213,7 +215,7 @@ def _same_solo(graphs: dict[str, Graph], name: str) -> bool:
     seen = set()
     for g in graphs.values():
         v = g.values[name]
-        k = solo_of(v, g, "s")
+        k = solo_of(v, g, "s") or loss_of(v, g, "s")
         if k is None:
             return False
         seen.add((k.op, k.dim, k.keepdim, len(k.shape)))

@@ -1,0 +1,111 @@
+"""Both languages' code for the class-index loss kernel (plan_loss.py).
+
+C++: one loop over the (outer * inner) targets, OpenMP-parallel with a sum reduction (double
+accumulators, as the loss and the weight total may sum many terms) above the parallel
+threshold. Triton: reduction none runs one program per block of targets; mean and sum run one
+program that walks every block, so the result is one deterministic sum and the mean's
+division happens in the kernel. In both, an out-of-range target is never read: the lane is
+masked (C++: skipped) and a flag set.
+"""
+from __future__ import annotations
+
+from kernelevolve.synth.plan_loss import LossKernel, loss_finish, loss_setup
+
+
+def cpp_signature(k: LossKernel) -> str:
+    args = ["const float* x", "const int64_t* t"]
+    if k.weight is not None:
+        args.append("const float* w")
+    args += ["float* out", "float* total", "int32_t* bad", "int64_t outer", "int64_t c",
+             "int64_t inner"]
+    return f'extern "C" void {k.name}({", ".join(args)})'
+
+
+def cpp_write(k: LossKernel) -> str:
+    wi = "w[ti]" if k.weight is not None else "1.0f"
+    store = "        out[i] = li;" if k.op == "none" else ""
+    result = {"none": "", "sum": "    out[0] = (float)acc;",
+              "mean": "    out[0] = (float)(acc / wsum);"}[k.op]
+    lines = [
+        f"// kernel {k.name}: {k.label}", cpp_signature(k) + " {",
+        "    const int64_t m = outer * inner;",
+        "    double acc = 0.0, wsum = 0.0;", "    int32_t flag = 0;",
+        "    #pragma omp parallel for schedule(static) reduction(+:acc, wsum) reduction(|:flag) "
+        "if (m * 4 >= PARALLEL_MIN_ELEMENTS)",
+        "    for (int64_t i = 0; i < m; ++i) {",
+        "        const int64_t ti = t[i];", "        float li = 0.0f, wv = 0.0f;",
+        f"        if (ti != (int64_t){k.ignore_index}LL) {{",
+        "            if (ti < 0 || ti >= c) {", "                flag = 1;",
+        "            } else {",
+        "                const int64_t o = i / inner, j = i - o * inner;",
+        f"                wv = {wi};", "                li = -wv * x[(o * c + ti) * inner + j];",
+        "            }", "        }", store,
+        "        acc += li;", "        wsum += wv;", "    }",
+        result, "    total[0] = (float)wsum;", "    bad[0] = flag;", "}"]
+    return "\n".join(line for line in lines if line)
+
+
+def cpp_argtypes(k: LossKernel) -> list[str]:
+    ptrs = 5 + (k.weight is not None)
+    return [f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + [ctypes.c_int64] * 3",
+            f"_lib.{k.name}.restype = None"]
+
+
+def cpp_launch(k: LossKernel, tensors: list[str]) -> list[str]:
+    ptrs = ", ".join(f"{t}.data_ptr()" for t in tensors)
+    n = k.name
+    return [f"_lib.{n}({ptrs}, {n}_outer, {n}_c, {n}_inner)"]
+
+
+def triton_write(k: LossKernel) -> str:
+    w = ", w" if k.weight is not None else ""
+    wload = ("tl.load(w + tc, mask=valid, other=0.0)" if k.weight is not None
+             else "tl.where(valid, 1.0, 0.0)")
+    head = ["@triton.jit", f"def {k.name}(x, t{w}, out, total, bad, outer, c, inner, "
+            "BLOCK: tl.constexpr):", "    m = outer * inner"]
+    body = [
+        "ok = i < m", f"ti = tl.load(t + i, mask=ok, other={k.ignore_index})",
+        f"keep = ok & (ti != {k.ignore_index})", "oob = keep & ((ti < 0) | (ti >= c))",
+        "tl.store(bad + i * 0, tl.full([BLOCK], 1, tl.int32), mask=oob)",
+        "valid = keep & (oob == 0)", "tc = tl.where(valid, ti, 0)",
+        "o = i // inner", "j = i - o * inner",
+        "xv = tl.load(x + (o * c + tc) * inner + j, mask=valid, other=0.0)",
+        f"wv = {wload}", "li = -(wv * xv)"]
+    if k.op == "none":
+        return "\n".join(head + [
+            "    i = (tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)",
+            *("    " + b for b in body),
+            "    tl.store(out + i, li, mask=ok)",
+            "    ws = tl.sum(wv, 0)", "    if tl.program_id(0) == 0:",
+            "        tl.store(total, ws)"])
+    result = "s / ws" if k.op == "mean" else "s"
+    return "\n".join(head + [
+        "    acc = tl.zeros([BLOCK], tl.float32)", "    wacc = tl.zeros([BLOCK], tl.float32)",
+        "    for start in range(0, m, BLOCK):",
+        "        i = (start + tl.arange(0, BLOCK)).to(tl.int64)",
+        *("        " + b for b in body),
+        "        acc += li", "        wacc += wv",
+        "    s = tl.sum(acc, 0)", "    ws = tl.sum(wacc, 0)",
+        f"    tl.store(out, {result})", "    tl.store(total, ws)"])
+
+
+def triton_launch(k: LossKernel, tensors: list[str]) -> list[str]:
+    n = k.name
+    m = f"{n}_outer * {n}_inner"
+    block = "min(1024, BLOCK_ELEMENTS)"
+    grid = f"(triton.cdiv({m}, {block}),)" if k.op == "none" else "(1,)"
+    call = (f"{n}[{grid}]({', '.join(tensors)}, {n}_outer, {n}_c, {n}_inner, "
+            f"BLOCK={block}, num_warps=NUM_WARPS)")
+    if k.op == "none":
+        return [f"if {m}:", f"    {call}"]
+    return [call]
+
+
+def cpp_call(k: LossKernel, g, ref) -> list[str]:
+    lines, tensors = loss_setup(k, g, ref)
+    return lines + cpp_launch(k, tensors) + loss_finish(k, g, ref)
+
+
+def triton_call(k: LossKernel, g, ref) -> list[str]:
+    lines, tensors = loss_setup(k, g, ref)
+    return lines + triton_launch(k, tensors) + loss_finish(k, g, ref)
