@@ -39,10 +39,32 @@ def cpp_write(k: LossKernel) -> str:
         "            } else {",
         "                const int64_t o = i / inner, j = i - o * inner;",
         f"                wv = {wi};", "                li = -wv * x[(o * c + ti) * inner + j];",
-        "            }", "        }", store,
+        *_cpp_smoothing(k), "            }", "        }", store,
         "        acc += li;", "        wsum += wv;", "    }",
         result, "    total[0] = (float)wsum;", "    bad[0] = flag;", "}"]
     return "\n".join(line for line in lines if line)
+
+
+def _cpp_smoothing(k: LossKernel) -> list[str]:
+    """Label smoothing: (1 - eps) * nll + eps / C * (-sum_c w_c logp_c), per target."""
+    if not k.smoothing:
+        return []
+    wc = "w[cc] * " if k.weight is not None else ""
+    eps = f"{k.smoothing!r}f"
+    return ["                float s = 0.0f;",
+            "                for (int64_t cc = 0; cc < c; ++cc)",
+            f"                    s += {wc}x[(o * c + cc) * inner + j];",
+            f"                li = (1.0f - {eps}) * li - ({eps} / (float)c) * s;"]
+
+
+def _triton_smoothing(k: LossKernel) -> list[str]:
+    if not k.smoothing:
+        return []
+    wc = "tl.load(w + cc) * " if k.weight is not None else ""
+    eps = repr(k.smoothing)
+    return ["s = tl.zeros([BLOCK], tl.float32)", "for cc in range(0, c):",
+            f"    s += {wc}tl.load(x + (o * c + cc) * inner + j, mask=valid, other=0.0)",
+            f"li = (1.0 - {eps}) * li - ({eps} / c) * s"]
 
 
 def cpp_argtypes(k: LossKernel) -> list[str]:
@@ -70,7 +92,7 @@ def triton_write(k: LossKernel) -> str:
         "valid = keep & (oob == 0)", "tc = tl.where(valid, ti, 0)",
         "o = i // inner", "j = i - o * inner",
         "xv = tl.load(x + (o * c + tc) * inner + j, mask=valid, other=0.0)",
-        f"wv = {wload}", "li = -(wv * xv)"]
+        f"wv = {wload}", "li = -(wv * xv)", *_triton_smoothing(k)]
     if k.op == "none":
         return "\n".join(head + [
             "    i = (tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)",

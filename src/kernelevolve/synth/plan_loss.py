@@ -13,8 +13,9 @@ gather of one log-probability per target, weighted, with torch's rules kept --
 
 The log-probabilities are read as (outer, C, inner): outer the batch (1 for a 1-D input), inner
 the product of the dims after the class dim; the targets as (outer, inner).
-Label smoothing's extra term is ordinary fusable arithmetic around the op (its 1 / C factor a
-size-dependent number, lift.py reads it at call time).
+Label-smoothed cross_entropy is traced as one op, `smoothed_nll` (loss_trace.py), which the
+same kernel takes: per target (1 - eps) * nll + eps / C * (-sum_c w_c logp_c), C read at call
+time (torch's mean divides both terms by the same weight total).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from kernelevolve.synth.capture import Graph, Ref, Value
 
-LOSS_OPS = ("nll_loss_forward", "nll_loss2d_forward")
+LOSS_OPS = ("nll_loss_forward", "nll_loss2d_forward", "smoothed_nll")
 REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
@@ -42,6 +43,7 @@ class LossKernel:
     keepdim: bool = False
     indices: bool = False
     values: None = None
+    smoothing: float = 0.0    # label smoothing (smoothed_nll, loss_trace.py)
 
     @property
     def dim(self) -> int:
@@ -51,6 +53,7 @@ class LossKernel:
     @property
     def label(self) -> str:
         w = ", weighted" if self.weight else ""
+        w += f", label smoothing {self.smoothing}" if self.smoothing else ""
         what = {"none": "per target", "mean": "mean over the non-ignored targets",
                 "sum": "summed"}[self.op]
         return (f"nll loss: gather of the target class's log-probability{w}, {what}, "
@@ -59,9 +62,12 @@ class LossKernel:
 
 def loss_of(v: Value, g: Graph, name: str) -> LossKernel | None:
     """The loss kernel of node `v`, or None (it stays a torch call)."""
-    if v.op not in LOSS_OPS or len(v.args) != 5:
+    if v.op not in LOSS_OPS or len(v.args) != (6 if v.op == "smoothed_nll" else 5):
         return None
-    x, t, w, reduction, ignore = v.args
+    x, t, w, reduction, ignore = v.args[:5]
+    smoothing = v.args[5] if v.op == "smoothed_nll" else 0.0
+    if not isinstance(smoothing, (int, float)) or isinstance(smoothing, bool):
+        return None
     if not isinstance(x, Ref) or not isinstance(t, Ref):
         return None
     xs, ts = g.values[x.name], g.values[t.name]
@@ -73,7 +79,8 @@ def loss_of(v: Value, g: Graph, name: str) -> LossKernel | None:
                           or len(g.values[w.name].shape) != 1):
         return None
     return LossKernel(name, x.name, t.name, w.name if w is not None else None, v.name,
-                      REDUCTIONS[reduction], ignore, tuple(xs.shape))
+                      REDUCTIONS[reduction], ignore, tuple(xs.shape),
+                      smoothing=float(smoothing))
 
 
 def loss_setup(k: LossKernel, g: Graph, ref) -> tuple[list[str], list[str]]:
@@ -111,4 +118,5 @@ def loss_finish(k: LossKernel, g: Graph, ref) -> list[str]:
     n = k.name
     return [f"if {n}_bad.item():",
             f'    raise IndexError(f"Target out of bounds: a class index outside [0, {{{n}_c}})")',
-            f"{var(g, k.out, ref)} = ({n}_out, {n}_total)"]
+            f"{var(g, k.out, ref)} = " + (f"({n}_out, {n}_total)" if g.values[k.out].dtype ==
+                                          "tuple" else f"{n}_out")]
