@@ -153,3 +153,30 @@ def test_a_number_no_size_explains_is_still_refused(tmp_path):
                              'SHAPE[1]))\n', ""))
     with pytest.raises(NotCovered, match="traces to a different graph"):
         synthesize(str(path), "cpp")
+
+
+SCALED = '''import torch
+import torch.nn as nn
+B = 4
+D = 16
+CASES = [{{"name": "a", "B": 4, "D": 16}}, {{"name": "tail", "B": {b}, "D": 9}}]
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x / (x.size(-1) ** 0.5), dim=-1)
+def get_inputs():
+    return [torch.randn(B, D)]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_sqrt_size_is_read_at_call_time_unless_another_size_fits(tmp_path):
+    """1 / sqrt(x.size(-1)) becomes sqrt(D) read from x; when B is 4 and 3 as sqrt(D) is,
+    the cases cannot tell which the forward read, and the problem is refused."""
+    path = tmp_path / "scaled.py"
+    path.write_text(SCALED.format(b=5))
+    source, _ = synthesize(str(path), "cpp")
+    assert "x.shape[1] ** 0.5" in source
+    path.write_text(SCALED.format(b=3))
+    with pytest.raises(NotCovered, match="traces to a different graph"):
+        synthesize(str(path), "cpp")
