@@ -180,3 +180,47 @@ def test_a_sqrt_size_is_read_at_call_time_unless_another_size_fits(tmp_path):
     path.write_text(SCALED.format(b=3))
     with pytest.raises(NotCovered, match="traces to a different graph"):
         synthesize(str(path), "cpp")
+
+
+SELECT = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, table, idx):
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randn(11, 7), torch.randint(0, 11, (9,))]
+
+
+def get_init_inputs():
+    return []
+'''
+SELECTS = ["(torch.index_select(table, 0, idx) * 2).amax(-1)",
+           "torch.index_select(table, 0, idx).exp().mean(0)"]
+
+
+@pytest.mark.parametrize("language", ["cpp", "triton"])
+@pytest.mark.parametrize("expr", SELECTS)
+def test_index_select_rows_fuse_as_a_gather(tmp_path, language, expr):
+    """index_select of a 2-D table's rows is an embedding lookup: it fuses with what reads
+    it (a row or a mid reduction), and a bad index raises IndexError without being read."""
+    path = tmp_path / "select.py"
+    path.write_text(SELECT.format(expr=expr))
+    source, plan = synthesize(str(path), language)
+    assert len(plan.kernels) == 1 and not plan.kept, plan.summary()
+    (tmp_path / "cand.py").write_text(source)
+    tag = f"{language}_{abs(hash(expr))}"
+    cand = _load(tmp_path / "cand.py", f"select_cand_{tag}").ModelNew()
+    model = _load(path, f"select_ref_{tag}").Model()
+    table = torch.randn(11, 7, generator=torch.Generator().manual_seed(4))
+    idx = torch.tensor([10, 0, 3, 3, 10, 1, 2, 9, 5])    # the bound, repeats, odd length
+    _same(model(table, idx), cand(table, idx))
+    idx[4] = 11
+    with pytest.raises(IndexError):
+        cand(table, idx)
