@@ -76,13 +76,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
                      f"[ctypes.c_int64] * {ints}{flag}")
         lines.append(f"_lib.{w.k.name}.restype = None")
     for k in p.solos:
-        if isinstance(k, LossKernel):
-            lines += emit_loss.cpp_argtypes(k)
-            continue
-        ptrs = 2 + k.indices + (k.values is not None)
-        lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + "
-                     "[ctypes.c_int64] * 3")
-        lines.append(f"_lib.{k.name}.restype = None")
+        lines += _solo_argtypes(k)
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
               "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
@@ -127,6 +121,14 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
         out.append(f"if {k.name}_bad.item():")
         out.append('    raise IndexError("index out of range in self")')
     return out
+
+
+def _solo_argtypes(k: SoloKernel) -> list[str]:
+    if isinstance(k, LossKernel):
+        return emit_loss.cpp_argtypes(k)
+    ptrs = 2 + k.indices + (k.values is not None)
+    return [f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + [ctypes.c_int64] * 3",
+            f"_lib.{k.name}.restype = None"]
 
 
 def _solo_call(k: SoloKernel, g, ref: Reference) -> list[str]:

@@ -9,7 +9,9 @@ masked (C++: skipped) and a flag set.
 """
 from __future__ import annotations
 
-from kernelevolve.synth.plan_loss import LossKernel, loss_finish, loss_setup
+from kernelevolve.synth.capture import Graph
+from kernelevolve.synth.module import var
+from kernelevolve.synth.plan_loss import LossKernel
 
 
 def cpp_signature(k: LossKernel) -> str:
@@ -31,7 +33,7 @@ def cpp_write(k: LossKernel) -> str:
         "    const int64_t m = outer * inner;",
         "    double acc = 0.0, wsum = 0.0;", "    int32_t flag = 0;",
         "    #pragma omp parallel for schedule(static) reduction(+:acc, wsum) reduction(|:flag) "
-        "if (m * 4 >= PARALLEL_MIN_ELEMENTS)",
+        f"if (m * {'(c + 1)' if k.smoothing else '1'} * 4 >= PARALLEL_MIN_ELEMENTS)",
         "    for (int64_t i = 0; i < m; ++i) {",
         "        const int64_t ti = t[i];", "        float li = 0.0f, wv = 0.0f;",
         f"        if (ti != (int64_t){k.ignore_index}LL) {{",
@@ -62,9 +64,9 @@ def _triton_smoothing(k: LossKernel) -> list[str]:
         return []
     wc = "tl.load(w + cc) * " if k.weight is not None else ""
     eps = repr(k.smoothing)
-    return ["s = tl.zeros([BLOCK], tl.float32)", "for cc in range(0, c):",
-            f"    s += {wc}tl.load(x + (o * c + cc) * inner + j, mask=valid, other=0.0)",
-            f"li = (1.0 - {eps}) * li - ({eps} / c) * s"]
+    return ["sm = tl.zeros([BLOCK], tl.float32)", "for cc in range(0, c):",
+            f"    sm += {wc}tl.load(x + (o * c + cc) * inner + j, mask=valid, other=0.0)",
+            f"li = (1.0 - {eps}) * li - ({eps} / c) * sm"]
 
 
 def cpp_argtypes(k: LossKernel) -> list[str]:
@@ -131,3 +133,38 @@ def cpp_call(k: LossKernel, g, ref) -> list[str]:
 def triton_call(k: LossKernel, g, ref) -> list[str]:
     lines, tensors = loss_setup(k, g, ref)
     return lines + triton_launch(k, tensors) + loss_finish(k, g, ref)
+
+
+def loss_setup(k: LossKernel, g: Graph, ref) -> tuple[list[str], list[str]]:
+    """The forward lines before the launch, shared by both emitters: (lines, the tensors the
+    kernel reads and writes, in its argument order). The lines leave `{name}_outer`,
+    `{name}_c` and `{name}_inner` set from the input's run-time shape."""
+    n = k.name
+    x, t = f"{n}_x", f"{n}_t"
+    lines = [f"# kernel {n}: {k.label} (a kernel of its own)",
+             f"{x} = {var(g, k.source, ref)}.contiguous()",
+             f"{t} = {var(g, k.target, ref)}.contiguous()"]
+    if len(k.shape) == 1:
+        lines.append(f"{n}_outer, {n}_c, {n}_inner = 1, {x}.shape[0], 1")
+    else:
+        lines.append(f"{n}_outer, {n}_c, {n}_inner = {x}.shape[0], {x}.shape[1], "
+                     f"{x}.shape[2:].numel()")
+    shape = f"{t}.shape" if k.op == "none" else "()"
+    dev = f"device={x}.device"
+    lines += [f"{n}_out = torch.empty({shape}, dtype=torch.float32, {dev})",
+              f"{n}_total = torch.empty((), dtype=torch.float32, {dev})",
+              f"{n}_bad = torch.zeros(1, dtype=torch.int32, {dev})"]
+    tensors = [x, t]
+    if k.weight is not None:
+        lines.append(f"{n}_w = {var(g, k.weight, ref)}.contiguous()")
+        tensors.append(f"{n}_w")
+    return lines, tensors + [f"{n}_out", f"{n}_total", f"{n}_bad"]
+
+
+def loss_finish(k: LossKernel, g: Graph, ref) -> list[str]:
+    """After the launch: torch's IndexError for a target out of range, and the result."""
+    n = k.name
+    return [f"if {n}_bad.item():",
+            f'    raise IndexError(f"Target out of bounds: a class index outside [0, {{{n}_c}})")',
+            f"{var(g, k.out, ref)} = " + (f"({n}_out, {n}_total)" if g.values[k.out].dtype ==
+                                          "tuple" else f"{n}_out")]
