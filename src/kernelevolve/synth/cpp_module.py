@@ -4,12 +4,13 @@ runs torch-kept steps and kernel calls in plan order."""
 from __future__ import annotations
 
 from kernelevolve.synth.cpp_prelude import PRELUDE, tunables_read
-from kernelevolve.synth import emit_cpp_pool, emit_cpp_solo
+from kernelevolve.synth import emit_cpp_pool, emit_cpp_solo, emit_loss
 from kernelevolve.synth.emit_cpp import KernelWriter
 from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
                                        ident, imports_of, init_source, problem_name, table_args,
                                        torch_step, var)
 from kernelevolve.synth.plan import Kernel, LoopKind, Plan
+from kernelevolve.synth.plan_loss import LossKernel
 from kernelevolve.synth.plan_solo import SoloKernel
 from kernelevolve.synth.solo_glue import solo_setup
 
@@ -73,10 +74,7 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
                      f"[ctypes.c_int64] * {ints}{flag}")
         lines.append(f"_lib.{w.k.name}.restype = None")
     for k in p.solos:
-        ptrs = 2 + k.indices + (k.values is not None)
-        lines.append(f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + "
-                     "[ctypes.c_int64] * 3")
-        lines.append(f"_lib.{k.name}.restype = None")
+        lines += _solo_argtypes(k)
     lines += [line for k in p.pools for line in emit_cpp_pool.argtypes(k)]
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
@@ -100,7 +98,9 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
 
 def _cpp(p: Plan, kernels: list[KernelWriter]) -> tuple[str, str]:
     """(the kernels' code, the whole C++ source: the prelude, the solo and pool kernels')."""
-    code = "\n\n".join([w.write() for w in kernels] + [emit_cpp_solo.write(k) for k in p.solos]
+    code = "\n\n".join([w.write() for w in kernels]
+                       + [emit_loss.cpp_write(k) if isinstance(k, LossKernel)
+                          else emit_cpp_solo.write(k) for k in p.solos]
                        + [emit_cpp_pool.write(k) for k in p.pools])
     return code, (PRELUDE + (emit_cpp_solo.PRELUDE if p.solos else "")
                   + (emit_cpp_pool.PRELUDE if p.pools else "") + "\n" + code + "\n")
@@ -134,7 +134,17 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
     return out
 
 
+def _solo_argtypes(k: SoloKernel) -> list[str]:
+    if isinstance(k, LossKernel):
+        return emit_loss.cpp_argtypes(k)
+    ptrs = 2 + k.indices + (k.values is not None)
+    return [f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + [ctypes.c_int64] * 3",
+            f"_lib.{k.name}.restype = None"]
+
+
 def _solo_call(k: SoloKernel, g, ref: Reference) -> list[str]:
+    if isinstance(k, LossKernel):
+        return emit_loss.cpp_call(k, g, ref)
     out, x, outs = solo_setup(k, g, ref)
     ptrs = ", ".join(f"{t}.data_ptr()" for t in [x, *outs])
     out.append(f"_lib.{k.name}({ptrs}, {k.name}_outer, {k.name}_n, {k.name}_inner)")

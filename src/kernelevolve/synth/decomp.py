@@ -258,4 +258,6 @@ def table() -> dict[Any, Any]:
         aten.all.default: _keep,
         aten.all.dim: _keep,
         aten.all.dims: _keep,
+        aten.nll_loss_forward.default: _keep,      # a loss kernel of its own (plan_loss.py)
+        aten.nll_loss2d_forward.default: _keep,
     }

@@ -14,9 +14,10 @@ from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_ep
                                        forward_prologue, imports_of, init_source, problem_name,
                                        table_args, torch_step, var)
 from kernelevolve.synth.plan import KNode, Kernel, LoopKind, Plan, Reduction
+from kernelevolve.synth.plan_loss import LossKernel
 from kernelevolve.synth.plan_solo import SoloKernel
 from kernelevolve.synth.schedule import Pass, Programs
-from kernelevolve.synth import triton_pool, triton_solo
+from kernelevolve.synth import emit_loss, triton_pool, triton_solo
 from kernelevolve.synth.solo_glue import solo_setup
 from kernelevolve.synth.triton_expr import HELPERS, TL, expr, lit, reduce_step
 from kernelevolve.synth.triton_mid import TritonMidBody
@@ -147,11 +148,14 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     g = p.graph
     writers = [_KernelWriter(k) for k in p.kernels]
     kernels = "\n\n\n".join([w.write() for w in writers]
-                             + [triton_solo.write(k) for k in p.solos]
+                             + [emit_loss.triton_write(k) if isinstance(k, LossKernel)
+                                else triton_solo.write(k) for k in p.solos]
                              + [triton_pool.write(k) for k in p.pools])
     helpers = [name for name in HELPERS if f"{name}(" in kernels]
     helpers = [HELPERS[h] for h in helpers] + [triton_solo.HELPERS[h]
-                                                for h in triton_solo.helpers_used(p.solos)]
+                                                for h in triton_solo.helpers_used(
+                                                    [k for k in p.solos
+                                                     if isinstance(k, SoloKernel)])]
     if helpers:
         kernels = "\n\n\n".join("\n".join(h) for h in helpers) + "\n\n\n" + kernels
     name = problem_name(problem_path)
@@ -230,6 +234,8 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
 
 
 def _solo_call(k: SoloKernel, g, ref: Reference) -> list[str]:
+    if isinstance(k, LossKernel):
+        return emit_loss.triton_call(k, g, ref)
     out, x, outs = solo_setup(k, g, ref)
     return out + triton_solo.launch(k, x, outs)
 

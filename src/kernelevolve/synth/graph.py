@@ -56,6 +56,8 @@ class Graph:
     numbers: dict[str, float] = field(default_factory=dict)
     # parameters lift.py made: qualified name -> the model attribute they hold
     lifted: dict[str, str] = field(default_factory=dict)
+    # parameters lift_sizes.py made: name -> (input index, dim, coefficient, "mul" | "div")
+    sized: dict[str, tuple] = field(default_factory=dict)
 
     def users(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {n: [] for n in self.values}

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from kernelevolve.synth.graph import SIZE_ARG_OPS, Graph, Ref, Value
+from kernelevolve.synth.lift_sizes import Size, add_size_params, size_for
 
 PREFIX = "_ke_attr_"
 
@@ -33,12 +34,18 @@ def lift_case_numbers(graphs: dict[str, Graph]) -> dict[str, Graph]:
     if not spots:
         return graphs
     lifted: dict[tuple[str, tuple[int, ...]], str] = {}
+    sized: dict[tuple[str, tuple[int, ...]], Size] = {}
     for spot in spots:
         attr = _attribute_for(gs, spot)
-        if attr is None:
+        if attr is not None:
+            lifted[spot] = attr
+            continue
+        size = size_for(gs, [_at(g.values[spot[0]].args, spot[1]) for g in gs])
+        if size is None:
             return graphs
-        lifted[spot] = attr
-    return {case: _rewrite(g, lifted) for case, g in graphs.items()}
+        sized[spot] = size   # made of an input's size: read at call time (lift_sizes.py)
+    return {case: add_size_params(_rewrite(g, lifted), sized, _put)
+            for case, g in graphs.items()}
 
 
 def _numbers_at(args: tuple, path: tuple[int, ...] = ()) -> dict[tuple[int, ...], Any]:
@@ -68,7 +75,8 @@ def _differing_numbers(gs: list[Graph]) -> list[tuple[str, tuple[int, ...]]] | N
             if there.keys() != here.keys():
                 return None
             for path, number in here.items():
-                if there[path] != number and (name, path) not in spots:
+                nan = there[path] != there[path] and number != number   # NaN alike
+                if there[path] != number and not nan and (name, path) not in spots:
                     spots.append((name, path))
     return spots
 

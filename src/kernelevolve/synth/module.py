@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevolve.synth.capture import Graph, NotCovered, Ref
+from kernelevolve.synth.lift_sizes import size_expr
 from kernelevolve.synth.plan import Kernel, Plan
 from kernelevolve.synth.shapes import render as render_shape
 
@@ -235,7 +236,8 @@ def init_source(ref: Reference, g) -> str:
 def forward_prologue(p: Plan, ref: Reference) -> list[str]:
     g = p.graph
     used = {r for v in g.values.values() for r in v.refs()} | set(g.outputs)
-    return [f"{n} = {param_expr(q)}" for n, q in g.params.items() if n in used]
+    return [f"{n} = {size_expr(g.sized[n], ref.forward_args) if n in g.sized else param_expr(q)}"
+            for n, q in g.params.items() if n in used]
 
 
 def forward_epilogue(p: Plan, ref: Reference) -> list[str]:

@@ -1,7 +1,8 @@
 """The op set the planner fuses: ATen op names mapped to a small normalised vocabulary.
 
 A normalised op is `(kind, name)`: kind is "unary", "binary", "where", "clamp", "cast",
-"bucketize", "gather" (an embedding lookup), "reduce" or "view"; `vocabulary()` lists every
+"bucketize", "gather" (an embedding lookup, or index_select of a 2-D table's rows along
+dim 0, the same lookup), "reduce" or "view"; `vocabulary()` lists every
 pair normalise() can give, and both emitters spell each one or say why not (cpp_expr.py,
 triton_expr.py; tests/test_synth_ops.py checks). Anything not listed here stays a torch call.
 A few ATen ops become ops of another name: isnan(x) is x != x, isinf(x) the comparison
@@ -97,6 +98,9 @@ def normalise(v: Value) -> tuple[str, str, tuple[Any, ...], dict[str, Any]] | No
     if op == "embedding" and len(args) >= 2 and all(isinstance(a, Ref) for a in args[:2]):
         # padding_idx / scale_grad_by_freq / sparse change only the backward pass
         return "gather", "embedding", args[:2], {}
+    if op == "index_select" and len(args) == 3 and args[1] == 0 and len(v.shape) == 2 and \
+            isinstance(args[0], Ref) and isinstance(args[2], Ref):
+        return "gather", "embedding", (args[0], args[2]), {}   # rows of a 2-D table by index
     if op in BINARY and len(args) >= 2:
         a, b = args[0], args[1]
         alpha = kw.get("alpha", args[2] if len(args) > 2 else 1)

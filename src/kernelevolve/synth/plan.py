@@ -23,6 +23,7 @@ from kernelevolve.synth.fold import fold_constants
 from kernelevolve.synth.ops import normalise
 from kernelevolve.synth.plan_mid import build_mid_kernel
 from kernelevolve.synth.plan_row import build_row_kernel
+from kernelevolve.synth.plan_loss import loss_of
 from kernelevolve.synth.plan_pool import explain_line, pool_of, same_pool
 from kernelevolve.synth.plan_solo import SoloKernel, pair_values, solo_of
 from kernelevolve.synth.schedule import schedule
@@ -203,7 +204,8 @@ def _steps(graphs, g: Graph, last_of, kernel_of):
             if same_pool(graphs, name):
                 steps.append(("pool", pool_of(v, g, f"p{sum(k == 'pool' for k, _ in steps)}")))
                 continue
-            solo = solo_of(v, g, f"s{len(solos)}") if _same_solo(graphs, name) else None
+            solo = (solo_of(v, g, f"s{len(solos)}") or loss_of(v, g, f"s{len(solos)}")
+                    if _same_solo(graphs, name) else None)
             if solo is not None:
                 steps.append(("solo", solo))
                 solos.append(solo)
@@ -219,7 +221,7 @@ def _same_solo(graphs: dict[str, Graph], name: str) -> bool:
     seen = set()
     for g in graphs.values():
         v = g.values[name]
-        k = solo_of(v, g, "s")
+        k = solo_of(v, g, "s") or loss_of(v, g, "s")
         if k is None:
             return False
         seen.add((k.op, k.dim, k.keepdim, len(k.shape)))

@@ -65,8 +65,11 @@ def trace_case(module, case, decompositions: dict, *, real: bool = False, binder
 
     b = build_case(module, case, real=real, binder=binder)
 
+    from kernelevolve.synth.loss_trace import smoothed_cross_entropy
+
     def f(tensors, *args):
-        return functional_call(b.model, dict(zip(b.names, tensors)), args)
+        with smoothed_cross_entropy():   # one op the loss kernel takes (loss_trace.py)
+            return functional_call(b.model, dict(zip(b.names, tensors)), args)
 
     with torch.no_grad(), _quiet():
         if real:
