@@ -221,8 +221,11 @@ int prepare_like(Launcher* self, PyObject* const* args, PyObject** held, int* nh
     Py_DECREF(numel);
     if (PyErr_Occurred()) return 0;
     for (int o = 0; o < self->nouts; ++o) {
-        PyObject* call[2] = {dom, PyTuple_GET_ITEM(self->out_dtypes, o)};
-        PyObject* y = PyObject_Vectorcall(t.empty_like, call, 1, t.dtype_kw);
+        PyObject* dtype = PyTuple_GET_ITEM(self->out_dtypes, o);
+        PyObject* call[2] = {dom, dtype};
+        // the domain's own dtype: no keyword (a keyword call builds a tuple and a dict)
+        const bool same = dtype == PyTuple_GET_ITEM(self->dtypes, self->domain);
+        PyObject* y = PyObject_Vectorcall(t.empty_like, call, 1, same ? nullptr : t.dtype_kw);
         if (y == nullptr) return 0;
         held[(*nheld)++] = y;
         if (!data_ptr(y, &a[self->ntensors + o])) return 0;
