@@ -34,6 +34,7 @@ from kernelevolve.runtime.launch_fallback import CtypesElementwise, CtypesLaunch
 MAX_ARGS = 32  # kMaxArgs in launch_ext.cpp
 # The extension once loaded, or why not; `prebuilt` set by the harness before candidate code.
 _state: dict[str, Any] = {"module": None, "reason": None, "prebuilt": False, "spec": None}
+_attached: list[ModuleType] = []
 
 
 def use_prebuilt(spec: dict[str, str] | None) -> None:
@@ -153,4 +154,6 @@ def _init(module: ModuleType) -> None:
     module.init(torch.Tensor, attrs["data_ptr"], attrs["is_contiguous"], attrs["dtype"],
                 attrs["is_cpu"], attrs["numel"], attrs["contiguous"],
                 torch._C._VariableFunctions.empty_like)
-    launches.attach_native(LAUNCH_KIND, module.take, module.suppress)
+    if module not in _attached:  # a module loaded again (a second use_prebuilt) counts once
+        _attached.append(module)
+        launches.attach_native(LAUNCH_KIND, module.take, module.suppress)

@@ -66,21 +66,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
               f'_lib = load_cpp(CONFIG + SRC, name="synth_{ident(problem_name(problem_path))}",',
               '                flags=("-fno-math-errno", "-fno-trapping-math")',
               '                + (("-mprefer-vector-width=512",) if WIDE_VECTORS else ()))']
-    lines += ["# Each kernel's launcher (runtime/launch.py): checks the tensors against the kernel's",
-              "# signature and calls it from C, without ctypes' per-call Python work."]
     like = {w.k.name for w in kernels if _elementwise(w)}
-    for w in kernels:
-        ins, outs = [i.dtype for i in w.k.inputs], [o.dtype for o in w.k.outputs]
-        if w.k.name in like:
-            lines.append(_like_launcher(w.k, ins, outs))
-            continue
-        ints = len(w.s.shape_args) + len(w.s.size_args)
-        lines.append(_launcher(w.k.name, ins + outs, ints, bool(w.gathers)))
-    for k in p.solos:
-        # in solo_setup's order: the input, the output, then the values or the indices
-        dtypes = [k.in_dtype, k.out_dtype] + [k.in_dtype] * (k.values is not None) + \
-            ["int64"] * k.indices
-        lines.append(_launcher(k.name, dtypes, 3, False))
+    lines += _launchers(kernels, p.solos, like)
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
               "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
@@ -99,6 +86,25 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     body += forward_epilogue(p, ref)
     lines += ["        " + b if b else "" for b in body]
     return "\n".join(lines) + "\n"
+
+
+def _launchers(kernels: list[KernelWriter], solos: list[SoloKernel], like: set[str]) -> list[str]:
+    """Each kernel's launcher (runtime/launch.py), made once at import."""
+    lines = ["# Each kernel's launcher (runtime/launch.py): checks the tensors against the kernel's",
+             "# signature and calls it from C, without ctypes' per-call Python work."]
+    for w in kernels:
+        ins, outs = [i.dtype for i in w.k.inputs], [o.dtype for o in w.k.outputs]
+        if w.k.name in like:
+            lines.append(_like_launcher(w.k, ins, outs))
+            continue
+        ints = len(w.s.shape_args) + len(w.s.size_args)
+        lines.append(_launcher(w.k.name, ins + outs, ints, bool(w.gathers)))
+    for k in solos:
+        # in solo_setup's order: the input, the output, then the values or the indices
+        dtypes = [k.in_dtype, k.out_dtype] + [k.in_dtype] * (k.values is not None) + \
+            ["int64"] * k.indices
+        lines.append(_launcher(k.name, dtypes, 3, False))
+    return lines
 
 
 def _call(k: Kernel, g, ref: Reference) -> list[str]:
