@@ -38,10 +38,11 @@ _attached: list[ModuleType] = []
 
 
 def use_prebuilt(spec: dict[str, str] | None) -> None:
-    """In a harness job (no compiler may run there): load the launcher the driver built, given
-    as (path, sha256), now, before candidate code; None: the driver had none (ctypes then)."""
+    """In a harness job (no compiler may run there), set before candidate code: the launcher
+    is the one the driver built, given as (path, sha256) and loaded at the first launcher a
+    candidate makes (a job whose candidate makes none loads nothing and says nothing); None or
+    {"error": why}: the driver had none (ctypes then)."""
     _state.update(prebuilt=True, spec=spec, module=None, reason=None)
-    _extension()
 
 
 def kernel_launcher(lib: Any, name: str, tensors: Sequence[Any], ints: int = 0,

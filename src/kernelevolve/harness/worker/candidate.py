@@ -22,7 +22,7 @@ def load_candidate(req: JobRequest, progress: JobContext):
         get_language(name).install_guard()
     from kernelevolve.runtime import launch
 
-    launch.use_prebuilt(req.helpers.get("ke_launch"))  # the driver built it; loaded before candidate code
+    launch.use_prebuilt(req.helpers.get("ke_launch"))  # the driver's build, not a compiler here
     path = req.params.candidate
     progress.contain()
     try:
