@@ -9,11 +9,12 @@ no-op kernel of the same signature: the no-op forward IS the glue's cost. ctypes
 the harness: counted (the check job's forwards) and plain (the timed process: `stop_counting`).
 Eager is the problem's own `torch.relu`, through `nn.Module.__call__` like both candidates.
 
-Measured on this project's 2-core VM (shared, thread CPU time, issue 29): glue per call (no-op
-kernel, nn.Module.__call__'s 0.78 us included) 3.70 us counted / 3.12 us plain through ctypes,
-2.84 us through kernel_launcher, 2.67 us through elementwise_launcher, of which empty_like is
-0.77-0.88 us; the synthesized relu draft on 32768 floats went from 0.74x eager to 0.93x (the
-rest is the kernel: ~3.0 us against ATen's ~2.0 us for the same out-of-place relu).
+Measured on this project's 2-core VM (shared, thread CPU time, one thread, issue 29): glue per
+call (the no-op kernel's forward, nn.Module.__call__'s ~0.78 us included) 3.59 us counted / 3.06
+us plain through ctypes, 2.83 us through kernel_launcher, 2.39 us through elementwise_launcher,
+of which empty_like is ~0.78 us; eager's whole relu call 4.80 us. Synthesized single-op drafts on
+32768 floats against eager, before (plain ctypes, as timed) and after: relu 0.87x -> 1.01x, abs
+0.92x -> 1.02x (the rest is the kernel: ~2.5 us for relu against ATen's ~2 us).
 
     python benchmarks/call_glue.py [--numel 32768] [--rounds 30] [--calls 2000] [--threads 1]
                                    [--clock cpu|wall]
