@@ -82,10 +82,6 @@ struct Launcher {
     PyObject* out_dtypes;  // tuple of torch.dtype
 };
 
-PyObject* describe(PyObject* obj) {  // "a float64 tensor on cpu" style names for messages
-    return PyObject_Str(obj);
-}
-
 // One tensor argument's type, dtype and device as the signature says. Returns 0 with a Python
 // exception set when it is not what the kernel takes.
 int check_tensor(Launcher* self, int i, PyObject* obj) {
