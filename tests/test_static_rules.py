@@ -57,11 +57,15 @@ POSITIVE = [
     ("import-relative", "from . import helpers\n", "relative imports"),
     ("import-star", "from ctypes import *\n", "star imports"),
     ("kernelevolve-harness", "from kernelevolve.harness import evaluate\n",
-     "only load_cpp and ptr"),
+     "only load_cpp, ptr, kernel_launcher and elementwise_launcher"),
     ("kernelevolve-other-name", "from kernelevolve.runtime import reset_launch_counts\n",
-     "only load_cpp and ptr"),
+     "only load_cpp, ptr, kernel_launcher and elementwise_launcher"),
     ("kernelevolve-attribute", "import kernelevolve.runtime\nkernelevolve.runtime.launches\n",
-     "only load_cpp and ptr"),
+     "only load_cpp, ptr, kernel_launcher and elementwise_launcher"),
+    ("kernelevolve-launch-module", "from kernelevolve.runtime import launch\n",
+     "only load_cpp, ptr, kernel_launcher and elementwise_launcher"),
+    ("kernelevolve-launch-ext", "from kernelevolve.runtime.launch import _extension\n",
+     "only load_cpp, ptr, kernel_launcher and elementwise_launcher"),
     # forbidden builtins
     ("eval", "eval('1 + 1')\n", "`eval` is not allowed"),
     ("exec", "exec('x = 1')\n", "`exec` is not allowed"),
@@ -430,6 +434,10 @@ NEGATIVE = [
                    "    z = torch.zeros(4, device=x.device)\n"
                    "    w = torch.ops.aten.add(x, 1)\n    p = ptr(x)\n"
                    "    with torch.no_grad():\n        return F.softmax(x, -1) + np.float32(1)\n"),
+    ("kernel-launcher", "from kernelevolve.runtime import kernel_launcher\n"
+                        "lib = load_cpp('src', name='k')\n"
+                        "k0 = kernel_launcher(lib, 'k0', (torch.float32, torch.float32), ints=1)\n"
+                        "def f(x, y):\n    k0(x, y, x.numel())\n"),
     ("kernelevolve-runtime-module", "import kernelevolve.runtime\n"
                                     "lib = kernelevolve.runtime.load_cpp('s')\n"),
     ("device-props", "sm = torch.cuda.get_device_properties(0).multi_processor_count\n"),

@@ -31,6 +31,7 @@ from kernelevolve.runtime.cpp_limits import CompileLimits
 BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
 _MAX_ERROR_LINES = 40
+LAUNCH_KIND = "cpp"  # what a call of a load_cpp kernel counts as (runtime/launches.py)
 _loaded: list[str] = []
 # Set inside harness jobs: (source, flags, name) -> {"ok", "path"} or {"ok": False, "kind", ...}
 _build_service: Callable[[str, tuple[str, ...], str], dict] | None = None
@@ -58,7 +59,7 @@ class _CountingFuncPtr(ctypes._CFuncPtr):  # type: ignore[name-defined,misc]
     _restype_ = ctypes.c_int
 
     def __call__(self, *args):
-        launches.record("cpp")
+        launches.record(LAUNCH_KIND)
         if launches.suppressed():
             return None
         return super().__call__(*args)

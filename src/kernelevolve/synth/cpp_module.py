@@ -6,9 +6,9 @@ from __future__ import annotations
 from kernelevolve.synth.cpp_prelude import PRELUDE, tunables_read
 from kernelevolve.synth import emit_cpp_pool, emit_cpp_solo, emit_loss
 from kernelevolve.synth.emit_cpp import KernelWriter
-from kernelevolve.synth.module import (Reference, call_setup, forward_epilogue, forward_prologue,
-                                       ident, imports_of, init_source, problem_name, table_args,
-                                       torch_step, var)
+from kernelevolve.synth.module import (Reference, call_setup, doc_of, forward_epilogue,
+                                       forward_prologue, ident, imports_of, init_source,
+                                       problem_name, table_args, torch_step, var)
 from kernelevolve.synth.plan import Kernel, LoopKind, Plan
 from kernelevolve.synth.plan_loss import LossKernel
 from kernelevolve.synth.plan_solo import SoloKernel
@@ -48,8 +48,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
     name = problem_name(problem_path)
     lines = [f'"""Synthesized C++/OpenMP candidate (kernelevolve synth) for {name}.',
              "", "Plan:", *("    " + line for line in plan_text.splitlines()), '"""',
-             "import ctypes", "", *imports_of(ref), "",
-             "from kernelevolve.runtime import load_cpp",
+             *imports_of(ref), *(["import ctypes"] if _ctypes_argtypes(p) else []), "",
+             "from kernelevolve.runtime import elementwise_launcher, kernel_launcher, load_cpp",
              "",
              "# ---- Tunables: the `tune` operator rewrites these literals (only those the",
              "# kernels below read are declared)."]
@@ -66,16 +66,9 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
               f'_lib = load_cpp(CONFIG + SRC, name="synth_{ident(problem_name(problem_path))}",',
               '                flags=("-fno-math-errno", "-fno-trapping-math")',
               '                + (("-mprefer-vector-width=512",) if WIDE_VECTORS else ()))']
-    for w in kernels:
-        ptrs = ["ctypes.c_void_p"] * len(w.inputs) + ["ctypes.c_void_p"] * len(w.outputs)
-        ints = len(w.s.shape_args) + len(w.s.size_args)
-        flag = " + [ctypes.c_void_p]" if w.gathers else ""
-        lines.append(f"_lib.{w.k.name}.argtypes = [ctypes.c_void_p] * {len(ptrs)} + "
-                     f"[ctypes.c_int64] * {ints}{flag}")
-        lines.append(f"_lib.{w.k.name}.restype = None")
-    for k in p.solos:
-        lines += _solo_argtypes(k)
-    lines += [line for k in p.pools for line in emit_cpp_pool.argtypes(k)]
+    like = {w.k.name for w in kernels if _elementwise(w)}
+    lines += _launchers(kernels, [k for k in p.solos if not isinstance(k, LossKernel)], like)
+    lines += _ctypes_argtypes(p)
     lines += ["", *(["# Module-level constants Model.__init__ reads.", *ref.constants, ""]
                     if ref.constants else []),
               "", "class ModelNew(nn.Module):" if "nn" in " ".join(imports_of(ref))
@@ -89,6 +82,8 @@ def emit_source(p: Plan, problem_path: str, plan_text: str) -> str:
             body += _solo_call(item, g, ref)
         elif kind == "pool":
             body += emit_cpp_pool.call(item, g, ref)
+        elif item.name in like:
+            body += _like_call(item, g, ref)
         else:
             body += _call(item, g, ref)
     body += forward_epilogue(p, ref)
@@ -106,10 +101,29 @@ def _cpp(p: Plan, kernels: list[KernelWriter]) -> tuple[str, str]:
                   + (emit_cpp_pool.PRELUDE if p.pools else "") + "\n" + code + "\n")
 
 
+def _launchers(kernels: list[KernelWriter], solos: list[SoloKernel], like: set[str]) -> list[str]:
+    """Each kernel's launcher (runtime/launch.py), made once at import."""
+    lines = ["# Each kernel's launcher (runtime/launch.py): checks the tensors against the kernel's",
+             "# signature and calls it from C, without ctypes' per-call Python work."]
+    for w in kernels:
+        ins, outs = [i.dtype for i in w.k.inputs], [o.dtype for o in w.k.outputs]
+        if w.k.name in like:
+            lines.append(_like_launcher(w.k, ins, outs))
+            continue
+        ints = len(w.s.shape_args) + len(w.s.size_args)
+        lines.append(_launcher(w.k.name, ins + outs, ints, bool(w.gathers)))
+    for k in solos:
+        # in solo_setup's order: the input, the output, then the values or the indices
+        dtypes = [k.in_dtype, k.out_dtype] + [k.in_dtype] * (k.values is not None) + \
+            ["int64"] * k.indices
+        lines.append(_launcher(k.name, dtypes, 3, False))
+    return lines
+
+
 def _call(k: Kernel, g, ref: Reference) -> list[str]:
     out, names = call_setup(k, g, ref)
     outs = [var(g, o.name, ref) for o in k.outputs]
-    args = [f"{n}.data_ptr()" for n in names + outs]
+    args = names + outs
     numel = f"{k.name}_shape.numel()"
     loop = k.schedule.loop
     if loop is LoopKind.MID:
@@ -122,30 +136,62 @@ def _call(k: Kernel, g, ref: Reference) -> list[str]:
         out.append(f"{k.name}_cols = {k.name}_shape[-1] if len({k.name}_shape) else 1")
         args += [f"{numel} // {k.name}_cols", f"{k.name}_cols"]
     args += table_args(k, names)
-    gathers = any(n.kind == "gather" for n in k.nodes)
-    if gathers:
-        out.append(f"{k.name}_bad = torch.zeros(1, dtype=torch.int32)")
-        args.append(f"{k.name}_bad.data_ptr()")
-    out.append(f"if {numel}:")
-    out.append(f"    _lib.{k.name}({', '.join(args)})")
-    if gathers:
-        out.append(f"if {k.name}_bad.item():")
-        out.append('    raise IndexError("index out of range in self")')
+    out.append(f"if {numel}:")  # an out-of-range index raises IndexError from the launcher
+    out.append(f"    _{k.name}({', '.join(args)})")
     return out
 
 
-def _solo_argtypes(k: SoloKernel) -> list[str]:
-    if isinstance(k, LossKernel):
-        return emit_loss.cpp_argtypes(k)
-    ptrs = 2 + k.indices + (k.values is not None)
-    return [f"_lib.{k.name}.argtypes = [ctypes.c_void_p] * {ptrs} + [ctypes.c_int64] * 3",
-            f"_lib.{k.name}.restype = None"]
+def _ctypes_argtypes(p: Plan) -> list[str]:
+    """The loss and pool kernels are still called through ctypes (their glue passes an
+    optional pointer, which the launchers do not take): their signatures."""
+    losses = [k for k in p.solos if isinstance(k, LossKernel)]
+    if not losses and not p.pools:
+        return []
+    return ["# The loss and pool kernels' signatures (called through ctypes).",
+            *[line for k in losses for line in emit_loss.cpp_argtypes(k)],
+            *[line for k in p.pools for line in emit_cpp_pool.argtypes(k)]]
 
 
 def _solo_call(k: SoloKernel, g, ref: Reference) -> list[str]:
     if isinstance(k, LossKernel):
         return emit_loss.cpp_call(k, g, ref)
     out, x, outs = solo_setup(k, g, ref)
-    ptrs = ", ".join(f"{t}.data_ptr()" for t in [x, *outs])
-    out.append(f"_lib.{k.name}({ptrs}, {k.name}_outer, {k.name}_n, {k.name}_inner)")
+    tensors = ", ".join([x, *outs])
+    out.append(f"_{k.name}({tensors}, {k.name}_outer, {k.name}_n, {k.name}_inner)")
     return out
+
+
+def _launcher(name: str, dtypes: list[str], ints: int, index_flag: bool) -> str:
+    tensors = ", ".join(f"torch.{d}" for d in dtypes) + ("," if len(dtypes) == 1 else "")
+    flag = ", index_flag=True" if index_flag else ""
+    return f'_{name} = kernel_launcher(_lib, "{name}", ({tensors}), ints={ints}{flag})'
+
+
+def _elementwise(w: KernelWriter) -> bool:
+    """A flat kernel whose every output has the domain input's shape, reading no table, no
+    per-channel input and no gather: the launcher does all its glue (elementwise_launcher)."""
+    k = w.k
+    dom = next(i for i in k.inputs if i.name == k.domain_of)
+    return (k.schedule.loop is LoopKind.FLAT and k.lookup is None and not w.gathers
+            and len(w.s.shape_args) == 1 and not w.s.size_args and dom.layout == "full"
+            and all(i.layout not in ("table", "gtable", "chan") for i in k.inputs)
+            and all(o.layout == "full" and tuple(o.shape) == tuple(k.domain)
+                    for o in k.outputs))
+
+
+def _like_launcher(k: Kernel, ins: list[str], outs: list[str]) -> str:
+    def tup(ds: list[str]) -> str:
+        return "(" + ", ".join(f"torch.{d}" for d in ds) + ("," if len(ds) == 1 else "") + ")"
+
+    domain = [i.name for i in k.inputs].index(k.domain_of)
+    return (f'_{k.name} = elementwise_launcher(_lib, "{k.name}", {tup(ins)}, {tup(outs)}, '
+            f"domain={domain})")
+
+
+def _like_call(k: Kernel, g, ref: Reference) -> list[str]:
+    """The whole call: inputs made contiguous, outputs allocated like the domain input, the
+    launch skipped when it is empty, all by the launcher."""
+    outs = [var(g, o.name, ref) for o in k.outputs]
+    ins = ", ".join(var(g, i.name, ref) for i in k.inputs)
+    target = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+    return [f"# {doc_of(k)}", f"{target} = _{k.name}({ins})"]

@@ -28,7 +28,7 @@ from kernelevolve.harness.gates import cpp_rules, native_allow
 from kernelevolve.harness.containment import sandbox
 from kernelevolve.harness.gates.native_inspect import Inspection, inspect_library
 from kernelevolve.harness.protocol.text import clean_tree
-from kernelevolve.runtime import cpp_limits
+from kernelevolve.runtime import cpp_limits, launch_build
 from kernelevolve.runtime.cpp import build, library_stem
 from kernelevolve.runtime.cpp_cache import LIBRARIES_SUBDIR, LibraryCache
 
@@ -100,6 +100,14 @@ class BuildService:
         return verdict
 
     # ---- the harness's own helpers -------------------------------------------------------
+    def launcher(self) -> dict[str, str]:
+        """The kernel launcher extension (runtime/launch_ext.cpp, our own source: built with the
+        plain compiler); (path, sha256), or {"error": why} where it cannot be built here."""
+        try:
+            return launch_build.build(self.helpers.root)
+        except CppCompileError as exc:
+            return {"error": str(exc).splitlines()[0]}
+
     def helper(self, name: str, source: str) -> dict[str, str] | None:
         """Build a harness helper library; (path, sha256), or None without a compiler."""
         try:

@@ -106,6 +106,7 @@ class Worker:
         self.facts = _facts(plan, ready, self.limits, self.platform, removed)
         warm = self.builds.helper("ke_warm_omp", WARM_OMP)
         self.helpers = {"ke_warm_omp": warm} if warm else {}
+        self.helpers["ke_launch"] = self.builds.launcher()
 
     def server_command(self, fd_socket: int) -> list[str]:
         return [sys.executable, "-m", "kernelevolve.harness.worker.server", "--fd-socket", str(fd_socket)]

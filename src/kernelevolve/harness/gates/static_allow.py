@@ -22,7 +22,7 @@ COMMON_MODULES = frozenset({
 _HINT = ("it is not on the allow-list: candidates may import torch, {langs}numpy, math, "
          "cmath, ctypes (types only), functools, itertools, typing, dataclasses, "
          "collections, enum, operator, abc, numbers and kernelevolve.runtime "
-         "(load_cpp, ptr)")
+         "(load_cpp, ptr, kernel_launcher, elementwise_launcher)")
 
 
 def language_modules() -> frozenset[str]:
@@ -39,9 +39,11 @@ def allowed_modules() -> frozenset[str]:
 def allowed_hint() -> str:
     return _HINT.format(langs="".join(f"{m}, " for m in sorted(language_modules())))
 
-KERNELEVOLVE_ALLOWED = ("kernelevolve.runtime.load_cpp", "kernelevolve.runtime.ptr")
-KERNELEVOLVE_REASON = ("only load_cpp and ptr from kernelevolve.runtime may be used; the rest of "
-                       "kernelevolve is the harness")
+KERNELEVOLVE_ALLOWED = ("kernelevolve.runtime.load_cpp", "kernelevolve.runtime.ptr",
+                        "kernelevolve.runtime.kernel_launcher",
+                        "kernelevolve.runtime.elementwise_launcher")
+KERNELEVOLVE_REASON = ("only load_cpp, ptr, kernel_launcher and elementwise_launcher from "
+                       "kernelevolve.runtime may be used; the rest of kernelevolve is the harness")
 
 _PROCESS = "process creation, environment and file-system access escape the sandbox"
 _THREADS = "threads run hidden work that escapes timing"

@@ -20,6 +20,9 @@ def load_candidate(req: JobRequest, progress: JobContext):
 
     for name in get_platform(req.platform).languages:  # each counts its launches
         get_language(name).install_guard()
+    from kernelevolve.runtime import launch
+
+    launch.use_prebuilt(req.helpers.get("ke_launch"))  # the driver's build, not a compiler here
     path = req.params.candidate
     progress.contain()
     try:
