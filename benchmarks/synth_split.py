@@ -3,7 +3,9 @@ before and after, on this machine.
 
 For each problem the C++ draft is written once and built twice: as emitted ("after") and with the
 split path's guard made false ("before": the code the emitter wrote until the split existed).
-Both and eager are timed in alternation (median of --reps rounds of --calls calls each).
+Both and eager are timed in alternation, --reps rounds of --calls calls each; the median round
+and the fastest (on a machine other processes load, the fastest round is the one whose threads
+found the cores free: a parallel region waits on its slowest thread).
 
     python benchmarks/synth_split.py [--reps 15] [--calls 20]
 """
@@ -69,7 +71,8 @@ def main() -> int:
     from kernelevolve.synth.api import synthesize
 
     print(f"threads: {torch.get_num_threads()}")
-    print(f"{'problem':18} {'eager us':>9} {'before us':>10} {'after us':>9} {'after/before':>13}")
+    print("median (fastest) round, us a call")
+    print(f"{'problem':18} {'eager':>13} {'before':>13} {'after':>13} {'before/after':>15}")
     with tempfile.TemporaryDirectory(prefix="ke-split-") as tmp:
         for i, (name, (expr, shape)) in enumerate(CASES.items()):
             problem = Path(tmp) / f"p{i}.py"
@@ -95,8 +98,9 @@ def main() -> int:
                 for k, f in fs.items():
                     t[k].append(_time(f, x, args.calls))
             m = {k: statistics.median(v) for k, v in t.items()}
-            print(f"{name:18} {m['eager']:9.0f} {m['before']:10.0f} {m['after']:9.0f} "
-                  f"{m['before'] / m['after']:12.2f}x")
+            b = {k: min(v) for k, v in t.items()}
+            cells = " ".join(f"{m[k]:6.0f} ({b[k]:4.0f})" for k in fs)
+            print(f"{name:18} {cells} {m['before'] / m['after']:6.2f}x ({b['before'] / b['after']:.2f}x)")
     return 0
 
 
