@@ -17,7 +17,8 @@ from kernelevolve.synth.emit_cpp_split import SPLIT_COLS
 
 OPS = ("x.sum(), x.amin(), x.var(), torch.max(x), torch.argmax(x), torch.argmin(x), "
        "torch.prod(1 + x * 1e-3), (x > 0).sum(), torch.any(x > 3), torch.all(x > -3), "
-       "torch.cumsum(x, -1), torch.cummax(x, -1), torch.logcumsumexp(x, -1), "
+       "torch.min(x, dim=-1), torch.cumsum(x, -1), torch.cummax(x, -1), "
+       "torch.logcumsumexp(x, -1), "
        "torch.cumprod(1 + x * 1e-3, -1)")
 
 PROBLEM = '''import torch

@@ -2,10 +2,10 @@
 groups than threads: a reduction over everything is one row): the row is cut into blocks of
 SPLIT_N positions that the threads share.
 
-A reduction folds each block into a partial (a product, a count, an extreme with its NaN flag,
-an argmax's value, index and NaN flag) and combines the partials in block order: torch's rules
-hold across blocks (argmax keeps the first extreme: a later block wins only when strictly
-greater, or when it holds the first NaN). A scan makes two passes: each block's total, then
+A reduction folds each block into a partial (a product, a count, an extreme with its NaN flag)
+and combines the partials in block order: torch's rules hold across blocks (argmax keeps the
+first extreme: a later block wins only when strictly greater, or when it holds the first NaN;
+then the winning block alone is searched for the index). A scan makes two passes: each block's total, then
 each block walked again from the fold of the totals before it (cummax's total is its value and
 index, and the fold takes a later block on the same NaN / tie rule as a step does). Blocks are
 fixed in size, so the result does not depend on the thread count and is the same run to run.
@@ -54,8 +54,7 @@ def _reduce(k: SoloKernel, fold) -> list[str]:
     t, acc = CTYPES[k.in_dtype], CTYPES[k.acc]
     arg = k.op in ("argmax", "argmin")
     ext = k.op in ("max", "min") or arg
-    specs = [(t if ext else acc, "pv")] + ([("int", "pn")] if ext else []) + \
-        ([("int64_t", "pi")] if arg else [])
+    specs = [(t if ext else acc, "pv")] + ([("int", "pn")] if ext else [])
     out = [*_arrays(specs), f"{IND}for (int64_t o = 0; o < outer; ++o) {{",
            f"{IND}    const {t}* xr = x + o * n;", *_block(IND + "    ")]
     inner = IND + "        "
@@ -67,13 +66,7 @@ def _reduce(k: SoloKernel, fold) -> list[str]:
                 f"{inner}for (int64_t f = lo; f < hi; ++f) {{",
                 f"{inner}    const {t} v = xr[f];", f"{inner}    m = v {gt} m ? v : m;",
                 f"{inner}    nan |= (v != v);", f"{inner}}}",
-                f"{inner}pv[b] = m; pn[b] = nan;"]
-        if arg:
-            out += [f"{inner}int64_t best = lo;",
-                    f"{inner}for (int64_t f = lo; f < hi; ++f) "
-                    "if (nan ? xr[f] != xr[f] : xr[f] == m) { best = f; break; }",
-                    f"{inner}pi[b] = best; pv[b] = xr[best];"]
-        out.append(f"{IND}    }}")
+                f"{inner}pv[b] = m; pn[b] = nan;", f"{IND}    }}"]
         out += _combine_extreme(k, gt)
     else:
         sym, start, v = fold(k, "xr[f]")
@@ -99,8 +92,15 @@ def _combine_extreme(k: SoloKernel, gt: str) -> list[str]:
            f"{ind}    nan |= pn[b];", f"{ind}}}"]
     if k.op in ("max", "min"):
         return out + [f"{ind}out[o] = nan ? ({t})NAN : m;"]
-    out.append(f"{ind}out[o] = pi[best];")
-    return out + ([f"{ind}vals[o] = m;"] if k.values is not None else [])
+    # the index: the first NaN, or the first position holding the extreme, of the winning
+    # block (one block's search, not one per block)
+    out += [f"{ind}const int64_t lo = best * {SPLIT_N};",
+            f"{ind}const int64_t hi = n - lo < {SPLIT_N} ? n : lo + {SPLIT_N};",
+            f"{ind}int64_t at = lo;",
+            f"{ind}for (int64_t f = lo; f < hi; ++f) "
+            "if (nan ? xr[f] != xr[f] : xr[f] == m) { at = f; break; }",
+            f"{ind}out[o] = at;"]
+    return out + ([f"{ind}vals[o] = xr[at];"] if k.values is not None else [])
 
 
 def _scan(k: SoloKernel, step, init) -> list[str]:
