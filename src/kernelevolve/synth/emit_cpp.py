@@ -20,6 +20,7 @@ from kernelevolve.synth.capture import Ref
 from kernelevolve.synth.cpp_expr import CTYPE, expr, lit
 from kernelevolve.synth.emit_cpp_mid import MidBody
 from kernelevolve.synth.emit_cpp_rows import RowBody
+from kernelevolve.synth.emit_cpp_split import SplitRows
 from kernelevolve.synth.kernel import Layout, LoopKind
 from kernelevolve.synth.module import doc_of
 from kernelevolve.synth.plan import KNode, Kernel
@@ -32,7 +33,7 @@ L = Layout
 _MEMORY = {**CTYPE, "bool": "uint8_t"}
 
 
-class KernelWriter(KernelWriterBase, RowBody, MidBody):
+class KernelWriter(KernelWriterBase, RowBody, MidBody, SplitRows):
     def __init__(self, k: Kernel):
         super().__init__(k)
         self.col = "c"             # the column index inside the current loop (gathers)

@@ -19,6 +19,7 @@ class RowBody:
     def row_body(self) -> list[str]:
         s = self.s
         out = ["    {"]
+        split = self.split_rows()      # fewer rows than threads (emit_cpp_split.py)
         if s.cache and s.cache.scratch:
             out.append(f"    float* scratch = static_cast<float*>(std::malloc("
                        f"sizeof(float) * {len(s.cache.scratch)} * (cols > 0 ? cols : 1)));")
@@ -44,8 +45,9 @@ class RowBody:
             out.append("    std::free(scratch);")
         out.append("    }")
         # one thread below the threshold: the same block without the worksharing pragma
-        return self.branch(self.parallel_if("rows * cols", "rows"), "#pragma omp parallel", out,
-                           [line for line in out if line != OMP_FOR])
+        return split + self.branch(self.parallel_if("rows * cols", "rows"),
+                                   "#pragma omp parallel", out,
+                                   [line for line in out if line != OMP_FOR])
         return out
 
     def row_setup(self) -> list[str]:
@@ -136,20 +138,21 @@ def acc_type(r: Reduction) -> str:
 
 
 def chunked(reds: list[Reduction], prefix: str, body: list[str],
-            nxt: list[Reduction] = ()) -> list[str]:
-    """The column loop of one pass over columns [0, cols), `body` computing element c and
-    stepping the accumulators `prefix + node` (and the carried pass's `next_` ones)."""
+            nxt: list[Reduction] = (), lo: str = "0", hi: str = "cols") -> list[str]:
+    """The column loop of one pass over columns [lo, hi) (the row, or a block of it:
+    emit_cpp_split.py), `body` computing element c and stepping the accumulators
+    `prefix + node` (and the carried pass's `next_` ones)."""
     added = [(r, prefix) for r in reds if r.op in ADDITIVE] + \
         [(r, "next_") for r in nxt if r.op in ADDITIVE]
     red = " ".join([clauses(r, prefix) for r in reds] + [clauses(r, "next_") for r in nxt])
     if not added:
-        return [f"#pragma omp simd {red}", "for (int64_t c = 0; c < cols; ++c) {",
+        return [f"#pragma omp simd {red}", f"for (int64_t c = {lo}; c < {hi}; ++c) {{",
                 *("    " + line for line in body), "}"]
     for r, pre in added:
         red = red.replace(f"reduction(+:{pre}{r.node})", f"reduction(+:part_{pre}{r.node})")
         body = [line.replace(f"{pre}{r.node} +=", f"part_{pre}{r.node} +=") for line in body]
-    return [f"for (int64_t c0 = 0; c0 < cols; c0 += {SUM_CHUNK}) {{",
-            f"    const int64_t c1 = cols - c0 < {SUM_CHUNK} ? cols : c0 + {SUM_CHUNK};",
+    return [f"for (int64_t c0 = {lo}; c0 < {hi}; c0 += {SUM_CHUNK}) {{",
+            f"    const int64_t c1 = {hi} - c0 < {SUM_CHUNK} ? {hi} : c0 + {SUM_CHUNK};",
             *(f"    float part_{pre}{r.node} = 0.0f;" for r, pre in added),
             f"    #pragma omp simd {red}", "    for (int64_t c = c0; c < c1; ++c) {",
             *("        " + line for line in body), "    }",

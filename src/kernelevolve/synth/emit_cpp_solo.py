@@ -10,6 +10,7 @@ first NaN: torch's first-extreme rule, NaN the extreme).
 """
 from __future__ import annotations
 
+from kernelevolve.synth import emit_cpp_solo_split
 from kernelevolve.synth.plan_solo import SoloKernel
 
 CTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t",
@@ -48,7 +49,9 @@ def write(k: SoloKernel) -> str:
     par = f"if ({rows} && outer * n * inner >= PARALLEL_MIN_ELEMENTS)"
     lines = [f"// kernel {k.name}: {k.label}", signature(k) + " {",
              f"    constexpr int64_t SCAN_ROWS = {_scan_rows(k)};" if k.kind == "scan" else "",
-             "    if (inner == 1) {", f"        {par} {{",
+             "    if (inner == 1) {",
+             *emit_cpp_solo_split.split(k, _fold, _scan_step, _scan_init),
+             f"        {par} {{",
              "        #pragma omp parallel for schedule(static)", *_indent(row, 8),
              "        } else {", *_indent(row, 8), "        }", "        return;", "    }",
              "    const int64_t blocks = (inner + MID_BLOCK - 1) / MID_BLOCK;",
