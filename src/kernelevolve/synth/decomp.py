@@ -7,7 +7,7 @@ planner handles (reductions over one dim, element-wise arithmetic, views).
 - Batch norm in inference (running statistics, `training=False`) becomes per-channel
   arithmetic: (x - mean) * rsqrt(var + eps) * weight + bias, the statistics viewed as (C, 1, ...).
   Batch-statistics batch norm over a batch of one (what InstanceNorm traces to) becomes a row
-  normalisation over (C, H*W). Training-mode batch norm over a real batch is left alone.
+  normalisation over (C, H*W). Batch statistics over a real batch: decomp_norms.py.
 - Group norm becomes a row normalisation over (N, G, C/G * H*W) and a per-channel affine step
   over (N, G, C/G, H*W).
 - Vector norms become their sums and maxima (p = 2: sqrt(sum(x*x)); inf: amax(abs(x)); ...).
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from kernelevolve.synth.decomp_norms import batch_norm_batch_stats
 
 
 def _aten():
@@ -170,6 +172,8 @@ def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, e
             out = aten.add.Tensor(out, aten.view.default(bias, [c, 1]))
         return (aten.view.default(out, shape), aten.view.default(mean, [c]),
                 aten.view.default(rstd, [c]))
+    if training or running_mean is None or running_var is None:
+        return batch_norm_batch_stats(x, weight, bias, eps)
     return NotImplemented
 
 

@@ -1,0 +1,90 @@
+"""Decompositions of the normalisations whose statistics span several dims, into the reductions
+over one dim that the row and mid planners handle.
+
+- Layer norm over several trailing dims (`nn.LayerNorm((H, W))`): the normalised dims are one
+  contiguous block, so the input is viewed as rows of their product, normalised as a
+  one-dim layer norm (the affine weight and bias viewed as one row), and viewed back.
+- Batch norm with batch statistics over a real batch (training mode, or no running stats):
+  the statistics of channel c span N and the spatial dims, which lie on both sides of C. The
+  input is viewed as (N, C, S) and each statistic is a mean over S (a row reduction, the
+  (1, C, 1) statistics read as per-channel operands) followed by a mean over N of the (N, C)
+  means (a middle-dim walk, vectorised along C); both counts are the same for every channel, so the mean of the means is the
+  mean. The variance is the biased one of the centred values (two passes, as torch's), so a
+  constant input gives rsqrt(eps). The running statistics are not updated: a training-mode
+  output never reads them, and the candidate's contract is its forward output (the module's
+  buffers are the reference's side effect; docs/ARCHITECTURE.md says so). One value per
+  channel (N * S == 1) never reaches here: `F.batch_norm` raises ValueError while tracing,
+  which the capture reports as NotCovered with torch's own message.
+"""
+from __future__ import annotations
+
+import math
+
+
+def _aten():
+    import torch
+
+    return torch.ops.aten
+
+
+def layer_norm_rows(x, normalized_shape, weight, bias, eps):
+    """native_layer_norm over k >= 1 trailing dims: (out, mean, rstd) as torch returns them
+    (the statistics shaped (lead..., 1, ..., 1))."""
+    aten = _aten()
+    shape = [int(s) for s in x.shape]
+    k = len(normalized_shape)
+    width = math.prod(shape[len(shape) - k:]) if k else 1
+    lead = shape[:len(shape) - k]
+    rows = aten.view.default(x, lead + [width]) if k != 1 else x
+    mean = aten.mean.dim(rows, [-1], True)
+    centred = aten.sub.Tensor(rows, mean)
+    var = aten.mean.dim(aten.mul.Tensor(centred, centred), [-1], True)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+    out = aten.mul.Tensor(centred, rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, _as_row(weight, k, width))
+    if bias is not None:
+        out = aten.add.Tensor(out, _as_row(bias, k, width))
+    if k == 1:
+        return out, mean, rstd
+    stat = lead + [1] * k
+    return (aten.view.default(out, shape), aten.view.default(mean, stat),
+            aten.view.default(rstd, stat))
+
+
+def _as_row(t, k: int, width: int):
+    return t if k == 1 else _aten().view.default(t, [width])
+
+
+def batch_norm_batch_stats(x, weight, bias, eps):
+    """Batch norm normalising with the batch's own statistics: (out, mean, rstd), the
+    statistics of shape (C,)."""
+    aten = _aten()
+    shape = [int(s) for s in x.shape]
+    n, c, rest = shape[0], shape[1], math.prod(shape[2:])
+    v = aten.view.default(x, [n, c, rest]) if len(shape) != 3 else x
+    mean = _channel_mean(v, n, c, rest)
+    centred = aten.sub.Tensor(v, mean)
+    var = _channel_mean(aten.mul.Tensor(centred, centred), n, c, rest)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+    # centred again, not reused: the store kernel reads x, not a saved full-size centred copy
+    out = aten.mul.Tensor(aten.sub.Tensor(v, mean), rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, [c, 1]))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, [c, 1]))
+    return (aten.view.default(out, shape), aten.view.default(mean, [c]),
+            aten.view.default(rstd, [c]))
+
+
+def _channel_mean(v, n: int, c: int, rest: int):
+    """The mean of (N, C, S) over N and S, kept as (1, C, 1): over S first (a row reduction of
+    (N*C) rows), then over N of the (N, C) view of those means (a middle-dim walk; the view is
+    where the planner splits the two reductions into two kernels, so that each kernel reads
+    (1, C, 1) statistics as a per-channel operand of a row kernel); a one-wide S needs only
+    the walk."""
+    aten = _aten()
+    if rest == 1:
+        return aten.mean.dim(v, [0], True)
+    rows = aten.view.default(aten.mean.dim(v, [2], True), [n, c])
+    return aten.view.default(aten.mean.dim(rows, [0], True), [1, c, 1])
