@@ -39,9 +39,16 @@ FAMILIES = {
          "nn.LayerNorm((7, 3), eps=0.1)"],
         ["torch.randn(2, 4, 5, 3)", "torch.randn(3, 4, 5, 3) + 4", "torch.full((2, 7, 3), 0.5)"]),
 }
+# reductions over dims that are not one block (decomp_blocks.py): (module-free) expressions
+SPLIT = ["x0.sum(dim=(0, 2))", "x1.mean(dim=(0, 2, 3), keepdim=True)", "torch.amax(x2, dim=(1, 3))",
+         "x3.amin(dim=(0, 2))", "x0.sum(dim=(0, 2), keepdim=True) * 0.5 + 1.0"]
+SPLIT_INPUTS = ["torch.randn(3, 4, 5)", "torch.randn(2, 3, 5, 3) - 1", "torch.randn(2, 3, 1, 7)",
+                "torch.randn(4, 1, 3)"]
 
 
 def problem_text(family: str) -> str:
+    if family == "split_dims":
+        return _split_text()
     mods, inputs = FAMILIES[family]
     args = [f"x{i}" for i in range(len(inputs))]
     lines = [HEAD, "class Model(nn.Module):", "    def __init__(self):", "        super().__init__()",
@@ -61,6 +68,14 @@ def problem_text(family: str) -> str:
     return "\n".join(lines)
 
 
+def _split_text() -> str:
+    args = ", ".join(f"x{i}" for i in range(len(SPLIT_INPUTS)))
+    return (HEAD + "class Model(nn.Module):\n"
+            f"    def forward(self, {args}):\n        return ({', '.join(SPLIT)},)\n\n\n"
+            f"def get_inputs():\n    return [{', '.join(SPLIT_INPUTS)}]\n\n\n"
+            "def get_init_inputs():\n    return []\n")
+
+
 def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -68,7 +83,7 @@ def _load(path, name):
     return module
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("family", sorted(FAMILIES) + ["split_dims"])
 @pytest.mark.parametrize("language", ["cpp", "triton"])
 def test_norm_drafts_match_torch(tmp_path, monkeypatch, family, language):
     monkeypatch.setenv("KERNELEVOLVE_CACHE_DIR", str(tmp_path / "cache"))
@@ -90,7 +105,7 @@ def test_norm_drafts_match_torch(tmp_path, monkeypatch, family, language):
     for i, (w, g) in enumerate(zip(want, got)):
         assert g.shape == w.shape and g.dtype == w.dtype, i
         err = (g - w).abs().max().item()
-        assert torch.allclose(g, w, rtol=1e-5, atol=1e-5), f"{FAMILIES[family][0][i]}: {err}"
+        assert torch.allclose(g, w, rtol=1e-5, atol=1e-5), f"output {i}: {err}"
 
 
 @pytest.mark.parametrize("shape", ["1, 3", "1, 3, 1", "1, 3, 1, 1", "1, 2, 1, 1, 1"])

@@ -78,13 +78,36 @@ def batch_norm_batch_stats(x, weight, bias, eps):
 
 
 def _channel_mean(v, n: int, c: int, rest: int):
-    """The mean of (N, C, S) over N and S, kept as (1, C, 1): over S first (a row reduction of
-    (N*C) rows), then over N of the (N, C) view of those means (a middle-dim walk; the view is
-    where the planner splits the two reductions into two kernels, so that each kernel reads
-    (1, C, 1) statistics as a per-channel operand of a row kernel); a one-wide S needs only
-    the walk."""
+    """The mean of (N, C, S) over N and S, kept as (1, C, 1): a mean over dims (0, 2), which
+    decomp_blocks.py makes a row mean over S and then a middle-dim walk over N of the (N, C)
+    means, so each kernel reads the (1, C, 1) statistics as a per-channel operand of a row
+    kernel; a one-wide S needs only the walk."""
     aten = _aten()
-    if rest == 1:
-        return aten.mean.dim(v, [0], True)
-    rows = aten.view.default(aten.mean.dim(v, [2], True), [n, c])
-    return aten.view.default(aten.mean.dim(rows, [0], True), [1, c, 1])
+    return aten.mean.dim(v, [0] if rest == 1 else [0, 2], True)
+
+
+def group_norm_affine(x, weight, bias, n: int, c: int, hxw: int, group: int, eps):
+    """Group norm with an affine step: the statistics from rows of (N, G, C/G * HxW) (one row
+    kernel, two passes), then one element-wise kernel over (N, G, C/G, HxW) that normalises
+    and applies the weight and bias, the statistics (N, G, 1, 1) and the parameters
+    (1, G, C/G, 1) read per channel. Normalising inside the row kernel instead would write a
+    full-size normalised copy for a second kernel to read back (the affine parameters vary
+    inside a row, which a row kernel cannot read)."""
+    aten = _aten()
+    per = c // group
+    shape = [int(s) for s in x.shape]
+    rows = aten.view.default(x, [n, group, per * hxw])
+    mean = aten.mean.dim(rows, [-1], True)
+    centred = aten.sub.Tensor(rows, mean)
+    var = aten.mean.dim(aten.mul.Tensor(centred, centred), [-1], True)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+    stat = [n, group, 1, 1]
+    x4 = aten.view.default(x, [n, group, per, hxw])
+    out = aten.mul.Tensor(aten.sub.Tensor(x4, aten.view.default(mean, stat)),
+                          aten.view.default(rstd, stat))
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, [1, group, per, 1]))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, [1, group, per, 1]))
+    return (aten.view.default(out, shape), aten.view.default(mean, [n, group]),
+            aten.view.default(rstd, [n, group]))
