@@ -1,11 +1,13 @@
-"""Grouped and multi-dim normalisation drafts (synth/decomp_norms.py, decomp.py): batch norm
-with batch statistics (BatchNorm1d on (N, C) and (N, C, L), 2d, 3d, one spatial position per
-channel) and with running statistics, group norm (a group of one channel, one group for all),
-instance norm 1d/2d/3d with and without affine, layer norm over two and three trailing dims;
-affine off and on, odd sizes, a constant input (the variance is 0: eps alone sets the scale).
-Each family is one problem whose forward returns every variant, so each language compiles it
-once; the drafts run in-process against the reference at 1e-5. One value per channel in a
-training batch norm is refused as torch refuses it; a draft is accepted by the real harness."""
+"""Grouped and multi-dim normalisation drafts (synth/decomp_norms.py, decomp_blocks.py):
+batch norm with batch statistics (BatchNorm1d on (N, C) and (N, C, L), 2d, 3d, one spatial
+position per channel, a batch of one, eval without running statistics) and with running
+statistics, group norm (a group of one channel, one group for all), instance norm 1d/2d/3d
+with and without affine, layer norm over two and three trailing dims, reductions over dims in
+several blocks; affine off and on, odd sizes, a constant input (the variance is 0: eps alone
+sets the scale). Each family is one problem whose forward returns every variant, so each
+language compiles it once; the drafts run in-process against the reference at 1e-5. One value
+per channel in a training batch norm is refused as torch refuses it; a C++ draft is accepted
+by the real harness."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,6 +15,7 @@ import importlib.util
 import pytest
 import torch
 
+from conftest import PROBLEMS
 from kernelevolve.synth import synthesize
 from kernelevolve.synth.capture import NotCovered, capture
 from kernelevolve.synth.plan import explain, plan
@@ -22,13 +25,15 @@ HEAD = "import torch\nimport torch.nn as nn\n\n"
 FAMILIES = {
     "batch_train": (
         ["nn.BatchNorm1d(5)", "nn.BatchNorm1d(5, eps=0.5)", "nn.BatchNorm2d(3)",
-         "nn.BatchNorm3d(2, affine=False)", "nn.BatchNorm2d(3)"],
+         "nn.BatchNorm3d(2, affine=False)", "nn.BatchNorm2d(3)", "nn.BatchNorm2d(3)"],
         ["torch.randn(3, 5) * 2 + 1", "torch.full((4, 5, 7), 3.25)", "torch.randn(2, 3, 5, 3) - 2",
-         "torch.randn(3, 2, 3, 1, 5)", "torch.randn(2, 3, 1, 1)"]),
+         "torch.randn(3, 2, 3, 1, 5)", "torch.randn(2, 3, 1, 1)", "torch.randn(1, 3, 2, 3)"]),
     "batch_eval": (
         ["nn.BatchNorm1d(5).eval()", "nn.BatchNorm2d(3).eval()",
-         "nn.BatchNorm3d(2, affine=False).eval()"],
-        ["torch.randn(3, 5, 7)", "torch.randn(2, 3, 5, 3)", "torch.randn(1, 2, 3, 1, 5)"]),
+         "nn.BatchNorm3d(2, affine=False).eval()",
+         "nn.BatchNorm2d(3, track_running_stats=False).eval()"],
+        ["torch.randn(3, 5, 7)", "torch.randn(2, 3, 5, 3)", "torch.randn(1, 2, 3, 1, 5)",
+         "torch.randn(2, 3, 3, 5)"]),
     "group_instance": (
         ["nn.GroupNorm(3, 6)", "nn.GroupNorm(6, 6, eps=0.25)", "nn.GroupNorm(1, 4, affine=False)",
          "nn.InstanceNorm1d(3)", "nn.InstanceNorm2d(3, affine=True)", "nn.InstanceNorm3d(2)"],
@@ -149,3 +154,13 @@ def test_a_multi_dim_layer_norm_is_one_row_kernel(tmp_path):
     problem.write_text(problem_text("layer_multi"))
     p = plan(capture(str(problem)))
     assert len(p.kernels) == 3 and all(k.levels == 2 for k in p.kernels), explain(p)
+
+
+@pytest.mark.slow      # a full evaluation (compile, both cases, timing): ~5 s on an idle machine
+def test_a_training_norm_draft_is_accepted_by_the_harness(evaluator, tmp_path):
+    problem = PROBLEMS / "synth_norms_train.py"
+    source, _ = synthesize(str(problem), "cpp")
+    path = tmp_path / "norms_train_cpp.py"
+    path.write_text(source)
+    result = evaluator.evaluate(problem, path)
+    assert result.accepted, result.reason
