@@ -28,10 +28,11 @@ def reduce_blocks(reduce_one, x, shape: tuple[int, ...], dims: list[int], keepdi
     """`reduce_one(y, dim)` (keepdim False) over each block of `dims`, last block first, after
     the one-wide dims are viewed away (they change no value, and they split blocks: (4, 1, 3)
     over (0, 2) is (4, 3) over both); the result viewed to the shape torch's reduction over
-    all of `dims` has. NotImplemented for a non-float input (an integer sum widens)."""
+    all of `dims` has. NotImplemented for anything but float32 (an integer sum widens; a
+    half-precision step would round between the blocks where torch rounds once)."""
     import torch
 
-    if not x.dtype.is_floating_point:
+    if x.dtype != torch.float32:
         return NotImplemented
     aten = torch.ops.aten
     wide = [i for i, s in enumerate(shape) if s != 1]

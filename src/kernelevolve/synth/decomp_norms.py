@@ -58,7 +58,12 @@ def _as_row(t, k: int, width: int):
 
 def batch_norm_batch_stats(x, weight, bias, eps):
     """Batch norm normalising with the batch's own statistics: (out, mean, rstd), the
-    statistics of shape (C,)."""
+    statistics of shape (C,). Float32 only (NotImplemented: a torch call): torch keeps a
+    half input's statistics in float32, which these steps would round to half."""
+    import torch
+
+    if x.dtype != torch.float32:
+        return NotImplemented
     aten = _aten()
     shape = [int(s) for s in x.shape]
     n, c, rest = shape[0], shape[1], math.prod(shape[2:])
