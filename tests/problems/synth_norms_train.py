@@ -1,6 +1,8 @@
 """Normalisations whose statistics span several dims: batch norm in training mode (statistics
 over N, H and W around C), group norm with its affine step and layer norm over (H, W), read
-by one forward; an odd tail case so a kernel that assumes a block multiple fails."""
+and instance norm with affine weights (its batch varies between the cases: torch's own
+composition would bake it into a repeat), read by one forward; an odd tail case so a kernel
+that assumes a block multiple fails."""
 import torch
 import torch.nn as nn
 
@@ -21,13 +23,14 @@ class Model(nn.Module):
         self.bn = nn.BatchNorm2d(channels)
         self.gn = nn.GroupNorm(3, channels)
         self.ln = nn.LayerNorm((height, width))
+        self.inorm = nn.InstanceNorm2d(channels, affine=True)
         with torch.no_grad():
-            for m in (self.bn, self.gn, self.ln):
+            for m in (self.bn, self.gn, self.ln, self.inorm):
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.2, 0.2)
 
     def forward(self, x):
-        return self.bn(x), self.gn(x), self.ln(x)
+        return self.bn(x), self.gn(x), self.ln(x), self.inorm(x)
 
 
 def get_inputs():

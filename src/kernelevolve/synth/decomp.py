@@ -7,7 +7,8 @@ planner handles (reductions over one dim, element-wise arithmetic, views).
   (decomp_blocks.py); a variance over them stays a torch call.
 - Batch norm in inference (running statistics, `training=False`) becomes per-channel
   arithmetic: (x - mean) * rsqrt(var + eps) * weight + bias, the statistics viewed as (C, 1, ...).
-  Batch-statistics batch norm over a batch of one (what InstanceNorm traces to) becomes a row
+  Batch-statistics batch norm over a batch of one (an instance norm with running statistics
+  traces to it; one without: decomp_norms.instance_norm, routed in trace.py) becomes a row
   normalisation over (C, H*W). Batch statistics over a real batch: decomp_norms.py.
 - Group norm becomes a row normalisation over (N, G, C/G * H*W); with an affine step, the
   row kernel's statistics and one per-channel kernel over (N, G, C/G, H*W) (decomp_norms.py).

@@ -116,3 +116,47 @@ def group_norm_affine(x, weight, bias, n: int, c: int, hxw: int, group: int, eps
         out = aten.add.Tensor(out, aten.view.default(bias, [1, group, per, 1]))
     return (aten.view.default(out, shape), aten.view.default(mean, [n, group]),
             aten.view.default(rstd, [n, group]))
+
+
+def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """F.instance_norm with the input's own statistics, as rows of (N, C, S) normalised and the
+    affine weight and bias read per channel ((C, 1) over the rows): one row kernel. torch's own
+    composition repeats the weight once per sample, a batch size the trace would bake in (a
+    held-out case with another batch traced to another graph); NotImplemented for running
+    statistics and non-float32 inputs. One spatial element is refused as torch refuses it."""
+    import torch
+    import torch.nn.functional as F
+
+    if not use_input_stats or running_mean is not None or running_var is not None or \
+            x.dtype != torch.float32 or x.dim() < 3:
+        return NotImplemented
+    F._verify_spatial_size(x.size())
+    n, c = int(x.shape[0]), int(x.shape[1])
+    rows = x.reshape(n, c, -1)
+    mean = rows.mean(-1, keepdim=True)
+    centred = rows - mean
+    out = centred * torch.rsqrt((centred * centred).mean(-1, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight.view(c, 1)
+    if bias is not None:
+        out = out + bias.view(c, 1)
+    return out.view(x.shape)
+
+
+def instance_norm_mode():
+    """A TorchFunctionMode for the trace that routes F.instance_norm to instance_norm() (its
+    torch.instance_norm is CompositeImplicit: make_fx's decomposition table never sees it)."""
+    from torch.nn import functional
+    from torch.overrides import TorchFunctionMode
+
+    class InstanceNormMode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is functional.instance_norm:
+                out = instance_norm(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            return func(*args, **kwargs)
+
+    return InstanceNormMode()

@@ -63,10 +63,13 @@ def trace_case(module, case, decompositions: dict, *, real: bool = False, binder
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from kernelevolve.synth.decomp_norms import instance_norm_mode
+
     b = build_case(module, case, real=real, binder=binder)
 
     def f(tensors, *args):
-        return functional_call(b.model, dict(zip(b.names, tensors)), args)
+        with instance_norm_mode():      # torch.instance_norm without its per-sample repeat
+            return functional_call(b.model, dict(zip(b.names, tensors)), args)
 
     with torch.no_grad(), _quiet():
         if real:
