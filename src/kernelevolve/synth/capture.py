@@ -20,7 +20,7 @@ import operator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kernelevolve.synth import decomp
+from kernelevolve.synth import decomp, decomp_norms
 # Graph, NotCovered, Ref and Value are imported from here by most of synth/ (graph.py holds them)
 from kernelevolve.synth.graph import Graph, NotCovered, Ref, Value, _value_signature  # noqa: F401
 from kernelevolve.problem import CaseBinder, derive_held_out, import_module, load_problem
@@ -34,21 +34,7 @@ def _decompositions() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([aten._softmax, aten._log_softmax]))
 
-    def layer_norm(x, normalized_shape, weight, bias, eps):
-        if len(normalized_shape) != 1:
-            raise NotCovered("layer_norm over more than the last dim is not covered")
-        mean = aten.mean.dim(x, [-1], True)
-        centred = aten.sub.Tensor(x, mean)
-        var = aten.mean.dim(aten.mul.Tensor(centred, centred), [-1], True)
-        rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
-        out = aten.mul.Tensor(centred, rstd)
-        if weight is not None:
-            out = aten.mul.Tensor(out, weight)
-        if bias is not None:
-            out = aten.add.Tensor(out, bias)
-        return out, mean, rstd
-
-    table[aten.native_layer_norm.default] = layer_norm
+    table[aten.native_layer_norm.default] = decomp_norms.layer_norm_rows
     table.update(decomp.table())
     return table
 

@@ -3,13 +3,15 @@ planner handles (reductions over one dim, element-wise arithmetic, views).
 
 - A reduction over several dims that are one contiguous block (mean over (H, W), a sum over
   everything) becomes a view merging the block into one dim, the one-dim reduction, and a view
-  to the result's shape. Non-contiguous dims are left alone (they stay a torch call).
+  to the result's shape. Dims in several blocks are reduced one block at a time
+  (decomp_blocks.py); a variance over them stays a torch call.
 - Batch norm in inference (running statistics, `training=False`) becomes per-channel
   arithmetic: (x - mean) * rsqrt(var + eps) * weight + bias, the statistics viewed as (C, 1, ...).
-  Batch-statistics batch norm over a batch of one (what InstanceNorm traces to) becomes a row
-  normalisation over (C, H*W). Training-mode batch norm over a real batch is left alone.
-- Group norm becomes a row normalisation over (N, G, C/G * H*W) and a per-channel affine step
-  over (N, G, C/G, H*W).
+  Batch-statistics batch norm over a batch of one (an instance norm with running statistics
+  traces to it; one without: decomp_norms.instance_norm, routed in trace.py) becomes a row
+  normalisation over (C, H*W). Batch statistics over a real batch: decomp_norms.py.
+- Group norm becomes a row normalisation over (N, G, C/G * H*W); with an affine step, the
+  row kernel's statistics and one per-channel kernel over (N, G, C/G, H*W) (decomp_norms.py).
 - Vector norms become their sums and maxima (p = 2: sqrt(sum(x*x)); inf: amax(abs(x)); ...).
 - max/min over a dim become amax/amin and argmax/argmin (a caller that uses only the values
   leaves the index op dead).
@@ -24,6 +26,9 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from kernelevolve.synth.decomp_blocks import reduce_blocks
+from kernelevolve.synth.decomp_norms import batch_norm_batch_stats, group_norm_affine
 
 
 def _aten():
@@ -70,7 +75,9 @@ def _merged(one_dim):
         shape = tuple(int(s) for s in x.shape)
         block = _block(shape, dims)
         if block is None:
-            return NotImplemented
+            if one_dim is _var:                # variances do not compose over blocks
+                return NotImplemented
+            return reduce_blocks(lambda y, a: one_dim(y, a, **kw), x, shape, dims, bool(keepdim))
         merged, a = block
         aten = _aten()
         y = one_dim(aten.view.default(x, list(merged)), a, **kw)
@@ -170,6 +177,8 @@ def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, e
             out = aten.add.Tensor(out, aten.view.default(bias, [c, 1]))
         return (aten.view.default(out, shape), aten.view.default(mean, [c]),
                 aten.view.default(rstd, [c]))
+    if training or running_mean is None or running_var is None:
+        return batch_norm_batch_stats(x, weight, bias, eps)
     return NotImplemented
 
 
@@ -188,6 +197,8 @@ def group_norm(x, weight, bias, n, c, hxw, group, eps):
     n, c, hxw, group = int(n), int(c), int(hxw), int(group)
     if group <= 0 or c % group:
         return NotImplemented
+    if weight is not None or bias is not None:
+        return group_norm_affine(x, weight, bias, n, c, hxw, group, eps)
     shape = [int(s) for s in x.shape]
     per = c // group
     out, mean, rstd = _normalise_rows(aten.view.default(x, [n, group, per * hxw]), eps)

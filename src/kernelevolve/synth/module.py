@@ -156,7 +156,10 @@ def param_expr(qualified: str) -> str:
     parts = qualified.split(".")
     if all(p.isidentifier() for p in parts):
         return "self." + qualified
-    return f"self.get_parameter({qualified!r})"
+    # a parameter or a buffer (get_parameter refuses buffers: a BatchNorm's running_mean in a
+    # ModuleList, "norms.0.running_mean")
+    owner, _, leaf = qualified.rpartition(".")
+    return f"getattr(self.get_submodule({owner!r}), {leaf!r})"
 
 
 def var(g: Graph, name: str, ref: Reference) -> str:

@@ -63,12 +63,16 @@ def trace_case(module, case, decompositions: dict, *, real: bool = False, binder
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from kernelevolve.synth.decomp_norms import instance_norm_mode
+
     b = build_case(module, case, real=real, binder=binder)
 
     from kernelevolve.synth.loss_trace import smoothed_cross_entropy
 
     def f(tensors, *args):
-        with smoothed_cross_entropy():   # one op the loss kernel takes (loss_trace.py)
+        # one op the loss kernel takes (loss_trace.py); torch.instance_norm without its
+        # per-sample repeat (decomp_norms.py)
+        with smoothed_cross_entropy(), instance_norm_mode():
             return functional_call(b.model, dict(zip(b.names, tensors)), args)
 
     with torch.no_grad(), _quiet():
