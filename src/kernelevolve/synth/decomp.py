@@ -28,7 +28,7 @@ import math
 from typing import Any
 
 from kernelevolve.synth.decomp_blocks import reduce_blocks
-from kernelevolve.synth.decomp_norms import batch_norm_batch_stats, group_norm_affine
+from kernelevolve.synth.decomp_norms import affine, batch_norm_batch_stats, group_norm_affine
 
 
 def _aten():
@@ -161,20 +161,14 @@ def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, e
     if not training and running_mean is not None and running_var is not None:
         rstd = aten.rsqrt.default(aten.add.Tensor(_channel_view(running_var, nd), eps))
         out = aten.mul.Tensor(aten.sub.Tensor(x, _channel_view(running_mean, nd)), rstd)
-        if weight is not None:
-            out = aten.mul.Tensor(out, _channel_view(weight, nd))
-        if bias is not None:
-            out = aten.add.Tensor(out, _channel_view(bias, nd))
+        out = affine(out, weight, bias, [int(x.shape[1])] + [1] * (nd - 2))
         return out, _empty_like_stat(x), _empty_like_stat(x)
     if training and running_mean is None and running_var is None and int(x.shape[0]) == 1:
         shape = [int(s) for s in x.shape]
         c, rest = shape[1], math.prod(shape[2:])
         rows = aten.view.default(x, [c, rest])
         out, mean, rstd = _normalise_rows(rows, eps)
-        if weight is not None:
-            out = aten.mul.Tensor(out, aten.view.default(weight, [c, 1]))
-        if bias is not None:
-            out = aten.add.Tensor(out, aten.view.default(bias, [c, 1]))
+        out = affine(out, weight, bias, [c, 1])
         return (aten.view.default(out, shape), aten.view.default(mean, [c]),
                 aten.view.default(rstd, [c]))
     if training or running_mean is None or running_var is None:
@@ -202,12 +196,6 @@ def group_norm(x, weight, bias, n, c, hxw, group, eps):
     shape = [int(s) for s in x.shape]
     per = c // group
     out, mean, rstd = _normalise_rows(aten.view.default(x, [n, group, per * hxw]), eps)
-    if weight is not None or bias is not None:
-        out = aten.view.default(out, [n, group, per, hxw])
-        if weight is not None:
-            out = aten.mul.Tensor(out, aten.view.default(weight, [1, group, per, 1]))
-        if bias is not None:
-            out = aten.add.Tensor(out, aten.view.default(bias, [1, group, per, 1]))
     return (aten.view.default(out, shape), aten.view.default(mean, [n, group]),
             aten.view.default(rstd, [n, group]))
 

@@ -40,11 +40,7 @@ def layer_norm_rows(x, normalized_shape, weight, bias, eps):
     centred = aten.sub.Tensor(rows, mean)
     var = aten.mean.dim(aten.mul.Tensor(centred, centred), [-1], True)
     rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
-    out = aten.mul.Tensor(centred, rstd)
-    if weight is not None:
-        out = aten.mul.Tensor(out, _as_row(weight, k, width))
-    if bias is not None:
-        out = aten.add.Tensor(out, _as_row(bias, k, width))
+    out = affine(aten.mul.Tensor(centred, rstd), weight, bias, None if k == 1 else [width])
     if k == 1:
         return out, mean, rstd
     stat = lead + [1] * k
@@ -52,8 +48,17 @@ def layer_norm_rows(x, normalized_shape, weight, bias, eps):
             aten.view.default(rstd, stat))
 
 
-def _as_row(t, k: int, width: int):
-    return t if k == 1 else _aten().view.default(t, [width])
+def affine(out, weight, bias, shape: list[int] | None):
+    """The normalisations' affine tail: `out * weight + bias`, each parameter present or None and
+    viewed as `shape` (its values laid along the dims it varies over, ones elsewhere) so it
+    broadcasts per channel, per group or per row as the caller's layout needs; None: used as
+    they are (no view op in the trace, so none in the draft's glue)."""
+    aten = _aten()
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight if shape is None else aten.view.default(weight, shape))
+    if bias is not None:
+        out = aten.add.Tensor(out, bias if shape is None else aten.view.default(bias, shape))
+    return out
 
 
 def batch_norm_batch_stats(x, weight, bias, eps):
@@ -73,11 +78,7 @@ def batch_norm_batch_stats(x, weight, bias, eps):
     var = _channel_mean(aten.mul.Tensor(centred, centred), n, c, rest)
     rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
     # centred again, not reused: the store kernel reads x, not a saved full-size centred copy
-    out = aten.mul.Tensor(aten.sub.Tensor(v, mean), rstd)
-    if weight is not None:
-        out = aten.mul.Tensor(out, aten.view.default(weight, [c, 1]))
-    if bias is not None:
-        out = aten.add.Tensor(out, aten.view.default(bias, [c, 1]))
+    out = affine(aten.mul.Tensor(aten.sub.Tensor(v, mean), rstd), weight, bias, [c, 1])
     return (aten.view.default(out, shape), aten.view.default(mean, [c]),
             aten.view.default(rstd, [c]))
 
@@ -110,10 +111,7 @@ def group_norm_affine(x, weight, bias, n: int, c: int, hxw: int, group: int, eps
     x4 = aten.view.default(x, [n, group, per, hxw])
     out = aten.mul.Tensor(aten.sub.Tensor(x4, aten.view.default(mean, stat)),
                           aten.view.default(rstd, stat))
-    if weight is not None:
-        out = aten.mul.Tensor(out, aten.view.default(weight, [1, group, per, 1]))
-    if bias is not None:
-        out = aten.add.Tensor(out, aten.view.default(bias, [1, group, per, 1]))
+    out = affine(out, weight, bias, [1, group, per, 1])
     return (aten.view.default(out, shape), aten.view.default(mean, [n, group]),
             aten.view.default(rstd, [n, group]))
 
