@@ -3,9 +3,7 @@ computes what the model does, each region's generated source rebuilds the region
 equal regions share a kind, and what stays eager is named with the reason."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 
 import pytest
 import torch
@@ -15,6 +13,7 @@ import torch.nn.functional as F
 from conftest import EXAMPLES
 from kernelevolve.model.outline import (find_regions, load_region_class, record_regions,
                                         render_problem, state_values)
+from kernelevolve.problem import import_module
 
 
 class Attention(nn.Module):
@@ -291,19 +290,10 @@ def test_random_state_recipe_and_kind_ignore_values():
     assert "torch.randn((n0,))" in r1.source and "# 1.weight: random" in r1.source
 
 
-def _load(path, name):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def recsys():       # building the model (16 tables of 20000 x 64) takes ~5 s here
-    mod = _load(EXAMPLES / "recsys" / "model.py", "recsys_model_regions_test")
+    mod = import_module(EXAMPLES / "recsys" / "model.py", "recsys_model_regions_test",
+                        wrap_errors=False)
     model, inputs = mod.make_model(), mod.make_inputs(64)
     return mod, model, inputs, check_outlined(model, inputs)
 
@@ -338,7 +328,7 @@ def test_example_models_outline_exactly(name):
     path = EXAMPLES / "models" / f"{name}.py"
     if not path.exists():
         pytest.skip(f"{path} not written yet")
-    mod = _load(path, f"model_regions_{name}")
+    mod = import_module(path, f"model_regions_{name}", wrap_errors=False)
     torch.manual_seed(0)
     model = mod.Model(*mod.get_init_inputs()).eval()
     outlined = check_outlined(model, mod.get_inputs())

@@ -5,12 +5,10 @@ with torch: exact for indices, integers and bools, within 1e-5 (NaN where torch 
 floats, same dtypes and shapes."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 import torch
 
+from kernelevolve.problem import import_module
 from kernelevolve.synth import explain_problem, synthesize
 from kernelevolve.synth.capture import NotCovered
 
@@ -120,14 +118,6 @@ def _problem(tmp_path, expr: str, make: str):
     return path
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _same(ref, got) -> None:
     refs = ref if isinstance(ref, tuple) else (ref,)
     gots = got if isinstance(got, tuple) else (got,)
@@ -154,9 +144,10 @@ def test_solo_kernel_matches_torch_on_edge_inputs(tmp_path, language, expr, make
                for n in plan.kept), plan.summary()
     cand_path = tmp_path / "cand.py"
     cand_path.write_text(source)
-    cand = _load(cand_path, f"argscan_{language}_{abs(hash((expr, make)))}")
+    cand = import_module(cand_path, f"argscan_{language}_{abs(hash((expr, make)))}",
+                         wrap_errors=False)
     x = MAKE[make]()
-    model = _load(path, f"argscan_ref_{abs(hash((expr, make)))}").Model()
+    model = import_module(path, f"argscan_ref_{abs(hash((expr, make)))}", wrap_errors=False).Model()
     ref = model(x.clone())
     got = cand.ModelNew()(x.clone())
     if op in ("cummax", "cummin", "max", "min") and isinstance(ref, tuple):

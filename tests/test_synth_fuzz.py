@@ -16,13 +16,13 @@ FAST_EXP=1 variant of every real problem like any candidate.
 """
 from __future__ import annotations
 
-import importlib.util
 import random
 
 import pytest
 import torch
 
 from kernelevolve.operators.tunables import rewrite, space
+from kernelevolve.problem import import_module
 from kernelevolve.synth import synthesize
 
 SEEDS = list(range(24))
@@ -282,13 +282,6 @@ def get_init_inputs():
 '''
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # C++ on every seed; Triton (interpreter, ~1 s a program) on the first few. Row seeds 20 and
 # 124 once found a row value of the first reduction pass left undefined when that pass rode
 # along the previous row.
@@ -320,8 +313,8 @@ def test_random_program_matches_the_reference(tmp_path, monkeypatch, family, see
         source = rewrite(source, {"FAST_EXP": 0})
     candidate = tmp_path / f"fuzz_{family}_{seed}_{language}.py"
     candidate.write_text(source)
-    ref_mod = _load(problem, f"fuzz_{family}_{seed}")
-    cand_mod = _load(candidate, f"fuzz_{family}_{seed}_{language}")
+    ref_mod = import_module(problem, f"fuzz_{family}_{seed}", wrap_errors=False)
+    cand_mod = import_module(candidate, f"fuzz_{family}_{seed}_{language}", wrap_errors=False)
     inputs = ref_mod.get_inputs()
     with torch.no_grad():
         torch.manual_seed(1)

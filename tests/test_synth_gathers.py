@@ -7,13 +7,12 @@ does. A size-dependent number (batchmean's 1 / N, label smoothing's eps / C) is 
 time (lift.py), so problems whose cases differ in it synthesize too."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from kernelevolve.problem import import_module
 from kernelevolve.synth import explain_problem, synthesize
 from kernelevolve.synth.capture import NotCovered
 
@@ -60,14 +59,6 @@ def _problem(tmp_path, expr: str, shape: tuple, cases: str = "") -> str:
     return str(path)
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _ignored(expr: str) -> int:
     return int(expr.split("ignore_index=")[1].split(")")[0].split(",")[0]) \
         if "ignore_index" in expr else -100
@@ -99,8 +90,8 @@ def test_loss_matches_torch_on_edge_targets(tmp_path, language, expr, shape):
                for n in plan.kept), plan.summary()
     (tmp_path / "cand.py").write_text(source)
     tag = f"{language}_{abs(hash((expr, shape)))}"
-    cand = _load(tmp_path / "cand.py", f"gathers_cand_{tag}").ModelNew()
-    model = _load(path, f"gathers_ref_{tag}").Model()
+    cand = import_module(tmp_path / "cand.py", f"gathers_cand_{tag}", wrap_errors=False).ModelNew()
+    model = import_module(path, f"gathers_ref_{tag}", wrap_errors=False).Model()
     x = torch.randn(shape, generator=torch.Generator().manual_seed(2)) * 3
     for t in _targets(shape, _ignored(expr)):
         _same(model(x, t), cand(x, t))
@@ -134,8 +125,8 @@ def test_batchmean_divides_by_the_call_time_batch(tmp_path):
     source, plan = synthesize(str(KB / "l1_kl_div_batchmean.py"), "cpp")
     assert "predictions.shape[0]" in source, source
     (tmp_path / "kl.py").write_text(source)
-    cand = _load(tmp_path / "kl.py", "gathers_kl_cpp").ModelNew()
-    ref = _load(KB / "l1_kl_div_batchmean.py", "gathers_kl_ref").Model()
+    cand = import_module(tmp_path / "kl.py", "gathers_kl_cpp", wrap_errors=False).ModelNew()
+    ref = import_module(KB / "l1_kl_div_batchmean.py", "gathers_kl_ref", wrap_errors=False).Model()
     for rows, cols in ((7, 5), (3, 11), (1, 2)):
         p, t = torch.rand(rows, cols).softmax(-1), torch.rand(rows, cols).softmax(-1)
         _same(ref(p, t), cand(p, t))
@@ -216,8 +207,8 @@ def test_index_select_rows_fuse_as_a_gather(tmp_path, language, expr):
     assert len(plan.kernels) == 1 and not plan.kept, plan.summary()
     (tmp_path / "cand.py").write_text(source)
     tag = f"{language}_{abs(hash(expr))}"
-    cand = _load(tmp_path / "cand.py", f"select_cand_{tag}").ModelNew()
-    model = _load(path, f"select_ref_{tag}").Model()
+    cand = import_module(tmp_path / "cand.py", f"select_cand_{tag}", wrap_errors=False).ModelNew()
+    model = import_module(path, f"select_ref_{tag}", wrap_errors=False).Model()
     table = torch.randn(11, 7, generator=torch.Generator().manual_seed(4))
     idx = torch.tensor([10, 0, 3, 3, 10, 1, 2, 9, 5])    # the bound, repeats, odd length
     _same(model(table, idx), cand(table, idx))

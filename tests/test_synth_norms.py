@@ -11,12 +11,11 @@ torch refuses it; a C++ draft is accepted by the real harness, an affine instanc
 varying between its cases."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from conftest import PROBLEMS
+from kernelevolve.problem import import_module
 from kernelevolve.synth import synthesize
 from kernelevolve.synth.capture import NotCovered, capture
 from kernelevolve.synth.plan import explain, plan
@@ -82,13 +81,6 @@ def _split_text() -> str:
             "def get_init_inputs():\n    return []\n")
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("family", sorted(FAMILIES) + ["split_dims"])
 @pytest.mark.parametrize("language", ["cpp", "triton"])
 def test_norm_drafts_match_torch(tmp_path, monkeypatch, family, language):
@@ -100,7 +92,8 @@ def test_norm_drafts_match_torch(tmp_path, monkeypatch, family, language):
     assert not [n for n in p.kept if p.graph.values[n].op != "view"], explain(p)
     candidate = tmp_path / f"norms_{family}_{language}.py"
     candidate.write_text(source)
-    ref, cand = _load(problem, f"norms_{family}"), _load(candidate, f"norms_{family}_{language}")
+    ref = import_module(problem, f"norms_{family}", wrap_errors=False)
+    cand = import_module(candidate, f"norms_{family}_{language}", wrap_errors=False)
     inputs = ref.get_inputs()
     with torch.no_grad():
         torch.manual_seed(1)
@@ -137,7 +130,7 @@ def get_inputs():
 def get_init_inputs():
     return []
 """)
-    ref = _load(problem, "bn_one")
+    ref = import_module(problem, "bn_one", wrap_errors=False)
     message = "Expected more than 1 (value per channel|spatial element)"
     with pytest.raises(ValueError, match=message):
         ref.Model()(*ref.get_inputs())

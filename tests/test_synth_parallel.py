@@ -5,12 +5,10 @@ the extreme across blocks, sizes just below and above the split, odd sizes) and 
 torch; the same input twice gives the same bits (blocks combine in a fixed order)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 import torch
 
+from kernelevolve.problem import import_module
 from kernelevolve.synth import synthesize
 from kernelevolve.synth.emit_cpp_solo_split import SPLIT_N
 from kernelevolve.synth.emit_cpp_split import SPLIT_COLS
@@ -62,14 +60,6 @@ def _inputs(shape, nan: bool) -> torch.Tensor:
     return x
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _flat(out) -> list[torch.Tensor]:
     res = []
     for o in out:
@@ -102,8 +92,8 @@ def test_split_reductions_and_scans_match_torch(tmp_path, shape):
                             "\nPARALLEL_MIN_ELEMENTS = 0\n")
     (tmp_path / "cand.py").write_text(source)
     tag = f"{shape[0]}x{shape[1]}"
-    cand = _load(tmp_path / "cand.py", f"split_cand_{tag}").ModelNew()
-    model = _load(path, f"split_ref_{tag}").Model()
+    cand = import_module(tmp_path / "cand.py", f"split_cand_{tag}", wrap_errors=False).ModelNew()
+    model = import_module(path, f"split_ref_{tag}", wrap_errors=False).Model()
     for nan in (False, True):
         x = _inputs(shape, nan)
         want = [t.dtype for t in _flat(model(x))]

@@ -7,13 +7,12 @@ family; the inputs plant NaN (two in one window: the last one's index), -inf pla
 window of padding and -inf), ties, and the second run uses odd, non-contiguous inputs."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from kernelevolve.problem import import_module
 from kernelevolve.synth import explain_problem, synthesize
 
 KB = Path(__file__).resolve().parents[1] / "benchmarks" / "kb_suite"
@@ -86,14 +85,6 @@ def _inputs(sizes) -> list[torch.Tensor]:
     return [_edges(torch.randn(s, generator=g)) for s in sizes]
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _same(ref, got) -> None:
     assert len(ref) == len(got)
     for i, (r, g) in enumerate(zip(ref, got)):
@@ -118,8 +109,8 @@ def test_pool_kernels_match_torch_on_edge_inputs(tmp_path, language, family):
     cand_path = tmp_path / "cand.py"
     cand_path.write_text(source)
     tag = f"{language}_{family}"
-    cand = _load(cand_path, f"pool_cand_{tag}").ModelNew()
-    model = _load(path, f"pool_ref_{tag}").Model()
+    cand = import_module(cand_path, f"pool_cand_{tag}", wrap_errors=False).ModelNew()
+    model = import_module(path, f"pool_ref_{tag}", wrap_errors=False).Model()
     xs = _inputs([(2, 3, 13), (2, 3, 9, 11), (2, 2, 5, 6, 7)])
     _same(model(*xs), cand(*xs))
     # odd sizes, non-contiguous inputs: the sizes are read at call time
