@@ -106,3 +106,23 @@ def test_split_reductions_and_scans_match_torch(tmp_path, shape):
             _close(r, g, d)
         again = _flat(cand(x.clone()))
         assert all(_same_bits(a, b) for a, b in zip(got, again))
+
+
+def test_whole_1d_sum_and_mean_are_covered_and_split(tmp_path):
+    """`x.sum()` / `x.mean()` of a 1-d tensor: the reduction over its one dim (before, the
+    whole-tensor op stayed in torch: "no fusable op"), cut into blocks above the split."""
+    n = 2 * SPLIT_COLS + 5
+    path = tmp_path / "problem.py"
+    path.write_text(PROBLEM.format(ops="x.sum(), x.mean(), (x * 2).sum()", shape=n))
+    source, _ = synthesize(str(path), "cpp")
+    assert "torch.sum" not in source and "aten.sum" not in source and "aten.mean" not in source
+    (tmp_path / "cand.py").write_text(source.replace("\nPARALLEL_MIN_ELEMENTS = 262144\n",
+                                                     "\nPARALLEL_MIN_ELEMENTS = 0\n"))
+    cand = import_module(tmp_path / "cand.py", "split_cand_1d", wrap_errors=False).ModelNew()
+    model = import_module(path, "split_ref_1d", wrap_errors=False).Model()
+    x = torch.randn(n, generator=torch.Generator().manual_seed(3))
+    for planted in (None, float("inf"), float("nan")):
+        if planted is not None:
+            x[n - 2] = planted
+        for r, g in zip(model(x.double()), cand(x)):
+            _close(r, g, torch.float32)

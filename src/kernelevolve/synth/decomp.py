@@ -85,6 +85,17 @@ def _merged(one_dim):
     return decompose
 
 
+def _full(one_dim):
+    """`x.sum()` / `x.mean()` (the `.default` overloads, every dim): over a 1-d input the
+    reduction over dim 0 the planner covers (nothing to merge, so `_merged` would leave the
+    whole-tensor op in torch); otherwise the dims merged as for an explicit dim list."""
+    def decompose(x, dtype=None):
+        if dtype is None and x.dim() == 1:
+            return one_dim(x, 0)
+        return _merged(one_dim)(x, None, dtype=dtype)
+    return decompose
+
+
 def _sum(x, a):
     return _aten().sum.dim_IntList(x, [a], False)
 
@@ -245,8 +256,8 @@ def table() -> dict[Any, Any]:
         aten.mean.dim: _merged(_mean),
         aten.amax.default: _merged(_amax),
         aten.amin.default: _merged(_amin),
-        aten.sum.default: lambda x, dtype=None: _merged(_sum)(x, None, dtype=dtype),
-        aten.mean.default: lambda x, dtype=None: _merged(_mean)(x, None, dtype=dtype),
+        aten.sum.default: _full(_sum),
+        aten.mean.default: _full(_mean),
         aten.var.correction: _var_decompose,
         aten.var_mean.correction: var_mean,
         aten.native_batch_norm.default: batch_norm,
