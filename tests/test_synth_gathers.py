@@ -146,6 +146,23 @@ def test_a_number_no_size_explains_is_still_refused(tmp_path):
         synthesize(str(path), "cpp")
 
 
+
+@pytest.mark.parametrize("expr,op", [("F.multi_margin_loss(x, t)", "arange"),
+                                     ("F.hinge_embedding_loss(x, torch.where(x > 0, 1.0, -1.0))",
+                                      "empty_permuted")])
+def test_a_size_number_a_torch_op_takes_is_refused(tmp_path, expr, op):
+    """A number made of an input's size becomes a 0-d tensor the kernels read; an op kept in
+    torch needs a Python number or a size there (`arange(0, C)`, a shape list), and its draft
+    raised at run time ("Cannot cast tensor(128.) to number"). It is refused with the reason."""
+    path = tmp_path / "sized.py"
+    path.write_text(PROBLEM.format(expr=expr, shape=(4, 6),
+                                   cases='CASES = [{"name": "a", "SHAPE": (4, 6)}, '
+                                         '{"name": "tail", "SHAPE": (3, 5)}]\n')
+                    .replace('        self.register_buffer("w", torch.linspace(0.5, 2.0, '
+                             'SHAPE[1]))\n', ""))
+    with pytest.raises(NotCovered, match=f"{op} stays in torch but takes a number"):
+        synthesize(str(path), "cpp")
+
 SCALED = '''import torch
 import torch.nn as nn
 B = 4

@@ -191,6 +191,7 @@ def torch_step(g: Graph, name: str, ref: Reference) -> str:
     target = v.attrs["target"]
     if not target.startswith("aten."):
         raise NotCovered(f"cannot call {target} from a candidate")
+    _refuse_case_numbers(g, v, target)
     args = [render_arg(g, a, ref) for a in v.args]
     note = "kept in torch"
     if "call_shape" in v.attrs:  # sizes that vary between cases, read from the source
@@ -206,6 +207,22 @@ def torch_step(g: Graph, name: str, ref: Reference) -> str:
     else:
         call = f"torch.ops.{target}({', '.join(args + kwargs)})"
     return f"{name} = {call}  # {note}"
+
+
+def _refuse_case_numbers(g: Graph, v, target: str) -> None:
+    """A number lifted out of the trace (lift.py: it differs between cases) is a 0-d tensor that
+    kernels read; an op kept in torch takes a Python number or a size there (`arange(0, n)`,
+    a shape list), so the draft would fail at run time: refuse it with the reason instead."""
+    lifted = set(g.sized) | set(g.lifted)
+
+    def refs(a: Any) -> bool:
+        if isinstance(a, Ref):
+            return a.name in lifted
+        return isinstance(a, (tuple, list)) and any(refs(x) for x in a)
+
+    if refs(v.args) or refs(tuple(v.attrs.get("kwargs", {}).values())):
+        raise NotCovered(f"{target.split('.')[1]} stays in torch but takes a number that differs "
+                         "between cases (an input's size or a model attribute); not covered yet")
 
 
 def _sizes(arg: str) -> str:
