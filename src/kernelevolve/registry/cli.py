@@ -19,7 +19,7 @@ registry_app = typer.Typer(add_completion=False, no_args_is_help=True,
                            pretty_exceptions_enable=False, rich_markup_mode=None,
                            context_settings={"help_option_names": ["-h", "--help"]},
                            help="Promoted kernels: list, show, promote, set-state, rollback, "
-                                "stats, revalidate.")
+                                "stats, revalidate, import.")
 
 REGISTRY_OPT = typer.Option(None, "--registry", metavar="DIR", show_default=False,
                             help="Registry folder (WORKSPACE/registry).")
