@@ -38,7 +38,7 @@ def build(registry: Registry, rec: KernelRecord, *, variant: str, layer: str) ->
             "note": "promoted before kernelevolve recorded its harness; see exported_by"},
         "exported_by": {"kernelevolve": __version__, "harness_sha256": harness_hash(),
                         "who": default_who(), "when": time.time(),
-                        "registry": str(registry.root)},
+                        "registry": str(registry.root.resolve())},
         "region": entry.get("region"),
         "tolerance": entry.get("tolerance"),
         "events": [{"ts": e.ts, "kind": e.kind, "from": e.from_state, "to": e.to_state,
