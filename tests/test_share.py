@@ -116,8 +116,17 @@ def test_verify_names_a_folder_that_is_not_an_export(tmp_path):
 # ---- slow: one real kernel, exported --------------------------------------------------------
 
 @pytest.mark.slow
-def test_export_carries_the_evidence_and_a_sealed_build(exported):
+def test_export_carries_the_evidence_and_a_sealed_build(exported, tmp_path):
     build = _build(exported[1])
+    again = tmp_path / "again"
+    proc = run_cli("export", "rmsnorm@1", "--out", str(again), "--registry", str(exported[0]))
+    assert proc.returncode == 0 and "layer Rmsnorm" in proc.stdout, proc.stderr
+    same = layout.read_metadata(_build(again))["digest"]["files"]
+    first = layout.read_metadata(build)["digest"]["files"]
+    assert {k for k in first if first[k] != same.get(k)} == {"rmsnorm/evidence.json"}  # when
+    with Registry.open(exported[0], create=False) as reg, \
+            pytest.raises(ShareError, match="not an empty folder"):
+        export(reg, "rmsnorm", again)
     assert build.name == variant.here("cpu", compiled=True)
     assert layout.digest_problems(build) == []
     ev = layout.read_evidence(build)
