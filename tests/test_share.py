@@ -182,6 +182,39 @@ def test_the_kernels_package_loads_it_and_kernelize_matches_the_original(exporte
 
 
 @pytest.mark.slow
+@needs_kernels
+def test_kernelize_keeps_the_original_where_the_build_cannot_run(exported, tmp_path,
+                                                                 monkeypatch):
+    """A build for CPU features this machine lacks is, to the kernels package, like a build
+    for another system: get_local_kernel says why (a FileNotFoundError), and kernelize with
+    KernelizeFallback.ALL keeps the module's own forward; no library was loaded."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from kernels import (KernelizeFallback, LocalLayerRepository, Mode, get_local_kernel,
+                         kernelize, use_kernel_forward_from_hub, use_kernel_mapping)
+
+    folder = _copy(exported, tmp_path)
+    lacking = next(f for f in ("avx512_fp16", "amx_tile", "sve2", "avx512f")
+                   if f not in shipped.cpu_flags())
+    _edit_evidence(folder, lambda ev: ev["entry"]["fingerprint"]["cpu_flags"].append(lacking))
+    with pytest.raises(FileNotFoundError, match=f"CPU features this CPU lacks: {lacking}"):
+        get_local_kernel(folder)
+
+    @use_kernel_forward_from_hub(LAYER)
+    class MarkedNorm(import_module(exported[2]).Model):
+        pass
+
+    model = torch.nn.Sequential(MarkedNorm(1024, 1e-6)).eval()
+    repo = LocalLayerRepository(repo_path=folder, layer_name=LAYER)
+    with use_kernel_mapping({LAYER: {"cpu": repo}}):
+        model = kernelize(model, mode=Mode.INFERENCE, device="cpu",
+                          use_fallback=KernelizeFallback.ALL)
+    x = torch.randn(100, 1024)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), model[0].__class__.forward(model[0], x))
+    assert "_kernel_repo" not in vars(model[0])
+
+
+@pytest.mark.slow
 def test_verify_passes_here(exported):
     proc = run_cli("verify", str(exported[1]), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr

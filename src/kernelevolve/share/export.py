@@ -10,7 +10,6 @@ here first.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -54,7 +53,7 @@ def export(registry: Registry, target: str, out: Path, *, layer: str | None = No
     package.write(pkg, title=title, layer=layer, version=__version__, problem_source=problem)
     ev = _evidence.build(registry, rec, variant=build_name, layer=layer)
     (pkg / layout.EVIDENCE).write_text(json.dumps(ev, indent=2, sort_keys=True, default=str))
-    (build / layout.METADATA).write_text(json.dumps(_metadata(rec, build_name), indent=2))
+    (build / layout.METADATA).write_text(json.dumps(_metadata(rec), indent=2))
     layout.seal(build)
     (out / "README.md").write_text(_readme(rec, ev, layer, build_name))
     return {"name": rec.name, "version": rec.version, "out": str(out), "build": build_name,
@@ -96,12 +95,10 @@ def _write_artifacts(registry: Registry, rec: KernelRecord, pkg: Path) -> bytes:
     return problem
 
 
-def _metadata(rec: KernelRecord, build_name: str) -> dict[str, Any]:
+def _metadata(rec: KernelRecord) -> dict[str, Any]:
     """The kernels package's metadata.json (its digest is added by layout.seal)."""
     pyname = layout.python_name(rec.name)
-    unique = hashlib.sha256(f"{rec.name}\0{rec.version}\0{build_name}\0"
-                            f"{rec.entry['source']['sha256']}".encode()).hexdigest()[:10]
-    return {"id": f"_{pyname}_{unique}", "name": layout.kernel_id(rec.name),
+    return {"id": f"_{pyname}", "name": layout.kernel_id(rec.name),  # id: layout.seal
             "version": rec.version, "license": "NOASSERTION", "python-depends": [],
             "backend": {"type": rec.platform},
             "kernelevolve": {"evidence": f"{pyname}/{layout.EVIDENCE}",

@@ -118,9 +118,14 @@ def file_digests(build: Path) -> dict[str, str]:
 
 
 def seal(build: Path) -> None:
-    """Record the digest of every file of a build in its metadata.json."""
+    """Record the digest of every file of a build in its metadata.json, and an id derived from
+    it: the kernels package keeps one module per id in a process and refuses a second build
+    under the same id, so another build (other evidence included) must have another id."""
     meta = read_metadata(build)
-    meta["digest"] = {"algorithm": "sha256", "files": file_digests(build)}
+    files = file_digests(build)
+    meta["digest"] = {"algorithm": "sha256", "files": files}
+    sealed = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
+    meta["id"] = f"_{python_name(str(meta.get('name', 'kernel')))}_{sealed}"
     (build / METADATA).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 

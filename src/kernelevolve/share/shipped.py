@@ -40,7 +40,13 @@ from typing import Any
 
 
 class KernelLoadError(ImportError):
-    """This machine cannot run the exported kernel, or its files are not the exported ones."""
+    """The exported kernel's files are not the exported ones, or its code does not import."""
+
+
+class CannotRunHere(FileNotFoundError):
+    """This machine lacks what the build needs (torch version, CPU features). A
+    FileNotFoundError, as the kernels package's own "no build variant for this system" is:
+    `kernelize(..., use_fallback=KernelizeFallback.ALL)` then keeps the module's own forward."""
 
 
 def load(folder: Path, binding: Any, region: Any, launch: Any) -> "Kernel":
@@ -48,7 +54,7 @@ def load(folder: Path, binding: Any, region: Any, launch: Any) -> "Kernel":
     entry = evidence["entry"]
     why = incompatibility(entry)
     if why is not None:
-        raise KernelLoadError(f"kernel {entry.get('name')!r} cannot run here: {why}")
+        raise CannotRunHere(f"kernel {entry.get('name')!r} cannot run here: {why}")
     source = _verified(folder / "kernel.py", entry["source"]["sha256"])
     problem = _verified(folder / "problem.py", entry["problem"]["sha256"])
     private = Path(tempfile.mkdtemp(prefix=f"ke-kernel-{entry.get('name', 'k')}-"))
