@@ -35,8 +35,9 @@ HAVE_KERNELS = importlib.util.find_spec("kernels") is not None
 needs_kernels = pytest.mark.skipif(not HAVE_KERNELS, reason="the kernels package is not "
                                    "installed (pip install -e '.[share]')")
 # The timing checks below miss by far more than the rule's margin (10x the figure; a library
-# 4x slower), so the shortest timing does: the point is the verdict, not a figure.
-SHORT = TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=0.5)
+# 4x slower), so a short timing does, timed on (up to 1 s a case) until the interval is 1.5
+# wide at most: beside a busy neighbour 5 reps gave the -O0 library an interval reaching 1.0.
+SHORT = TimingPolicy(min_reps=5, min_time_s=0.1, max_time_s=1.0, tight=1.5)
 LAYER = "Rmsnorm"
 
 
@@ -308,10 +309,10 @@ def test_verify_catches_a_library_whose_speed_no_longer_matches(exported, tmp_pa
     file = _slowed_library(folder, tmp_path / "cc")
     report = verify(folder, timing=SHORT)
     checks = {c["check"]: c for c in report["checks"]}
-    assert checks["files"]["ok"] and checks["gates"]["ok"] and not report["ok"]
+    assert checks["files"]["ok"] and checks["gates"]["ok"]
     assert report["measured"]["on"].startswith("the shipped binaries")
     assert [d["file"] for d in report["drift"] if not d["same_binary"]] == [file]
-    assert not checks["timing"]["ok"], checks["timing"]
+    assert not checks["timing"]["ok"] and not report["ok"], checks["timing"]["why"]
     assert "recorded" in checks["timing"]["why"]
 
 
