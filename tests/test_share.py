@@ -335,24 +335,28 @@ def test_verify_catches_a_figure_that_no_longer_holds(exported, tmp_path):
 
 @pytest.mark.slow
 def test_an_imported_kernel_goes_through_shadow_and_serves_as_default(exported, tmp_path):
+    from kernelevolve.share.importer import import_dir
+
     there = tmp_path / "there"
-    proc = run_cli("registry", "import", str(exported[1]), "--registry", str(there), "--json")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    done = json.loads(proc.stdout)
-    assert (done["name"], done["version"], done["state"]) == ("rmsnorm", 1, "shadow")
-    with Registry.open(there, create=False) as reg:
-        rec = reg.get("rmsnorm")
+    with Registry.open(there) as reg:
+        rec, report = import_dir(reg, exported[1], timing=SHORT, who="test")
+        assert (rec.name, rec.version, rec.state) == ("rmsnorm", 1, "shadow") and report["ok"]
         assert rec.entry["provenance"]["imported"]["events"][0]["kind"] == "promote"
+        assert rec.entry["evaluation"] == layout.read_evidence(
+            _build(exported[1]))["entry"]["evaluation"]  # the exported figures, kept
         assert [e.kind for e in reg.events("rmsnorm")] == ["promote", "import", "revalidate"]
-    assert run_cli("registry", "set-state", "rmsnorm", "default", "--registry",
-                   str(there)).returncode == 0
     net = torch.nn.Sequential(import_module(exported[2]).Model(1024, 1e-6)).eval()
     x = torch.randn(100, 1024)
     patching.reset_coverage()
-    with torch.no_grad():
+    with torch.no_grad(), patching.patched(net, there):  # shadow: run beside, compared
         want = net(x)
-        with patching.patched(net, there):
-            got = net(x)
+    cov = patching.coverage("rmsnorm")
+    assert cov["served"] == 0 and cov["shadow"] == {"calls": 1, "mismatches": 0, "first": []}
+    with Registry.open(there) as reg:
+        reg.set_state("rmsnorm", None, "default", who="test", why="shadow was clean")
+    patching.reset_coverage()
+    with torch.no_grad(), patching.patched(net, there):
+        got = net(x)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     assert patching.coverage("rmsnorm")["served"] == 1
 
