@@ -3,7 +3,8 @@
 # system packages (g++ for load_cpp, bubblewrap for the worker sandbox; chromium only for the
 # test that renders the HTML run report headless, so its failure is a warning), then torch pinned
 # BEFORE anything else (an unpinned torch, even one pulled in by another package, downloads a
-# multi-GB CUDA build), then this package with its triton and test extras.
+# multi-GB CUDA build), then this package with its triton, share (the Hugging Face kernels package,
+# for exported kernels) and test extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,5 +42,5 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
   echo "installing torch 2.13.0 (CPU) and the matching triton 3.7.1"
   "$PY" -m pip install -q "torch==2.13.0" "triton==3.7.1"
 fi
-"$PY" -m pip install -q -e ".[triton,test]"
+"$PY" -m pip install -q -e ".[triton,share,test]"
 echo "kernelevolve installed: $("$PY" -c 'import kernelevolve; print(kernelevolve.__version__)')"

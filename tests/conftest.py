@@ -138,6 +138,7 @@ FILE_SECONDS = {
     "test_corpus": 267, "test_synth_drafts": 87, "test_ray_executor": 73, "test_optimize": 71,
     "test_measure": 67, "test_model_tune": 64, "test_run_feedback": 63, "test_agent": 62,
     "test_plugins": 59, "test_prompt_context": 54, "test_registry": 54, "test_synth_ops": 52,
+    "test_share": 52,
     "test_llm_operator": 50, "test_resume": 45, "test_containment": 44,
     "test_containment_jobs": 36, "test_containment_runs": 32, "test_aten_suite": 30,
     "test_candidate_text": 28, "test_synth_fuzz": 28, "test_synth": 25, "test_bench": 25,

@@ -302,8 +302,13 @@ def _register_subapps() -> None:
 
     app.add_typer(registry_app, name="registry",
                   help="Promoted kernels: list, show, promote, set-state, rollback, stats, "
-                       "revalidate.")
+                       "revalidate, import.")
     app.command("promote")(promote_cmd)
+    from kernelevolve.share.cli import export_cmd, import_cmd, verify_cmd
+
+    app.command("export")(export_cmd)
+    app.command("verify")(verify_cmd)
+    registry_app.command("import")(import_cmd)
     from kernelevolve.bench.cli import bench_cmd
 
     app.command("bench")(bench_cmd)

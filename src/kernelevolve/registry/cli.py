@@ -19,7 +19,7 @@ registry_app = typer.Typer(add_completion=False, no_args_is_help=True,
                            pretty_exceptions_enable=False, rich_markup_mode=None,
                            context_settings={"help_option_names": ["-h", "--help"]},
                            help="Promoted kernels: list, show, promote, set-state, rollback, "
-                                "stats, revalidate.")
+                                "stats, revalidate, import.")
 
 REGISTRY_OPT = typer.Option(None, "--registry", metavar="DIR", show_default=False,
                             help="Registry folder (WORKSPACE/registry).")
@@ -129,6 +129,11 @@ def show_cmd(name: str = typer.Argument(..., metavar="NAME"),
         typer.echo(f"from: run {prov.get('run')} node {prov.get('node')} ({prov.get('operator')}"
                    f"{', ' + prov['model'] if prov.get('model') else ''}) in "
                    f"{prov.get('workspace')}")
+        imp = prov.get("imported")
+        if imp:
+            typer.echo(f"imported: {imp.get('name')} v{imp.get('version')} "
+                       f"({imp.get('state')} there), exported by "
+                       f"{(imp.get('exported_by') or {}).get('who')}, from {imp.get('from')}")
         typer.echo("events:")
         for ev in events:
             move = f"{ev.from_state or '-'} -> {ev.to_state}" if ev.to_state else ""

@@ -9,8 +9,9 @@ process said about itself):
   recognises the modules it may replace);
 - the validated region (region.py) and the init inputs and module signature of each validated
   case (binding.py), computed from the problem's cases, held-out one included;
-- the tolerance, the evaluation (speedup and interval, per case ms), the fingerprint of the
-  machine that measured it, and provenance (run, node, operator, model, workspace).
+- the tolerance, the evaluation (speedup and interval, per case ms and interval), the
+  fingerprint of the machine that measured it, the harness that measured it (version and a
+  hash of its source), and provenance (run, node, operator, model, workspace).
 
 A node is promotable when it passed every gate; one that is not a safe win (its interval does
 not clear 1.0x) needs `force`, since promoting it would ship a kernel that may be slower.
@@ -25,6 +26,7 @@ from typing import Any
 
 from kernelevolve.registry.db import KernelRecord, Registry, RegistryError
 from kernelevolve.store import Store
+from kernelevolve.version import __version__, harness_hash
 
 
 def class_digest(source: str, class_name: str = "Model", as_name: str | None = None
@@ -84,6 +86,7 @@ def promote(store: Store, registry: Registry, run_id: str, *, node: int | None =
         "evaluation": evaluation,
         "fingerprint": result.get("fingerprint") or run.fingerprint,
         "platform": run.platform or "cpu", "language": result.get("language", "unknown"),
+        "harness": {"version": __version__, "source_sha256": harness_hash()},
         "provenance": {"run": run_id, "node": node_id, "operator": rec.operator,
                        "model": (run.config or {}).get("llm"), "workspace": str(Path(store.workspace).resolve()),
                        "rationale": rec.rationale[:300]},
@@ -109,7 +112,8 @@ def _evaluation(run: Any, node_id: int, result: dict[str, Any]) -> dict[str, Any
                   if f.get("node_id") == node_id), None)
     cases = [{"name": c["name"], "weight": c.get("weight"), "ref_ms": c.get("ref_ms"),
               "cand_ms": c.get("cand_ms"), "speedup": c.get("speedup"),
-              "sol_fraction": c.get("sol_fraction"), "held_out": c.get("held_out", False)}
+              "sol_fraction": c.get("sol_fraction"), "held_out": c.get("held_out", False),
+              "speedup_ci": c.get("speedup_ci"), "timing_stop": c.get("timing_stop")}
              for c in result.get("cases", [])]
     if final is not None:
         speedup, interval, when = final.get("speedup"), final.get("interval"), "final"

@@ -60,33 +60,23 @@ def revalidate(registry: Registry, names: list[str] | None = None, *,
 
 def revalidate_one(registry: Registry, rec: KernelRecord, *, who: str | None = None,
                    sandbox: str | None = None, timing: Any = None) -> dict[str, Any]:
-    from kernelevolve import knobs
-    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
-
     entry = rec.entry
+    libraries = entry.get("libraries", [])
+
+    def read(lib: dict[str, Any]) -> bytes:
+        return verified_bytes(registry, lib["object"], lib["sha256"], lib["file"])
+
     with tempfile.TemporaryDirectory(prefix="ke-revalidate-") as tmp:
         kernel = Path(tmp) / "kernel.py"
         kernel.write_bytes(verified_bytes(registry, entry["source"]["object"],
                                           entry["source"]["sha256"], f"{rec.label}: source"))
         problem, changed = _problem(registry, rec, Path(tmp))
-        options = EvalOptions(baseline=entry.get("evaluation", {}).get("baseline", "eager"))
-        if timing is not None:
-            options.timing = timing
-
-        def evaluate(cache: Path) -> dict[str, Any]:
-            with knobs.override(KERNELEVOLVE_CACHE_DIR=str(cache)):
-                with Evaluator(rec.platform, options=options, sandbox_mode=sandbox) as ev:
-                    return ev.evaluate(problem, kernel).to_dict()
-
-        result = evaluate(Path(tmp) / "cache")
-        compiler = _compiler_drift(registry, rec, result)
-        if any(not lib["same_binary"] and lib["rebuilt"] for lib in compiler):
-            # Serving loads the registered binaries, not a rebuild: run the gates on those too.
-            old_cache = Path(tmp) / "cache-registered"
-            _seed_cache(registry, rec, result, Path(tmp) / "cache" / LIBRARIES_SUBDIR,
-                        old_cache / LIBRARIES_SUBDIR)
-            old = evaluate(old_cache)
-            verdict = _verdict(old)
+        result, registered, compiler = run_gates(
+            rec.platform, problem, kernel, libraries, read, Path(tmp),
+            baseline=entry.get("evaluation", {}).get("baseline", "eager"), sandbox=sandbox,
+            timing=timing, old_loads=lambda lib: _old_loads(read(lib), lib["file"]))
+        if registered is not None:
+            verdict = _verdict(registered)
             for lib in compiler:
                 lib["registered_binary"] = {"verdict": verdict[0], "why": verdict[1]}
         drift = {"compiler": compiler,
@@ -104,6 +94,40 @@ def revalidate_one(registry: Registry, rec: KernelRecord, *, who: str | None = N
     else:
         registry.demote(rec.name, rec.version, f"revalidation: {why}", who=who, data=data)
     return report
+
+
+def run_gates(platform: str, problem: Path, kernel: Path, libraries: list[dict[str, Any]],
+              read: Callable[[dict[str, Any]], bytes], tmp: Path, *, baseline: str = "eager",
+              sandbox: str | None = None, timing: Any = None,
+              old_loads: Callable[[dict[str, Any]], str] | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]:
+    """The full gates on `kernel` with every library rebuilt from source by this machine's
+    compiler, then, where a rebuilt library's bytes differ from the recorded one, again with
+    the recorded binaries (`read(lib)` gives their bytes) answering `load_cpp`: those are what
+    serving (or an exported package) loads. Both run in the sandboxed harness; the recorded
+    binaries are never loaded in this process. Returns (the rebuilt result, the result on the
+    recorded binaries or None when the rebuild was byte-identical, compiler drift)."""
+    from kernelevolve import knobs
+    from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
+
+    options = EvalOptions(baseline=baseline)
+    if timing is not None:
+        options.timing = timing
+
+    def evaluate(cache: Path) -> dict[str, Any]:
+        with knobs.override(KERNELEVOLVE_CACHE_DIR=str(cache)):
+            with Evaluator(platform, options=options, sandbox_mode=sandbox) as ev:
+                return ev.evaluate(problem, kernel).to_dict()
+
+    result = evaluate(tmp / "cache")
+    compiler = _compiler_drift(libraries, result, old_loads)
+    registered = None
+    if any(not lib["same_binary"] and lib["rebuilt"] for lib in compiler):
+        old_cache = tmp / "cache-registered"
+        _seed_cache(libraries, read, result, tmp / "cache" / LIBRARIES_SUBDIR,
+                    old_cache / LIBRARIES_SUBDIR)
+        registered = evaluate(old_cache)
+    return result, registered, compiler
 
 
 def _problem(registry: Registry, rec: KernelRecord, tmp: Path) -> tuple[Path, bool]:
@@ -130,25 +154,26 @@ def _verdict(result: dict[str, Any]) -> tuple[str, str]:
     return "kept", f"passed: {speedup:.3f}x over {base} (95% interval {ci[0]:.3f}-{ci[1]:.3f})"
 
 
-def _compiler_drift(registry: Registry, rec: KernelRecord, result: dict[str, Any]
+def _compiler_drift(libraries: list[dict[str, Any]], result: dict[str, Any],
+                    old_loads: Callable[[dict[str, Any]], str] | None = None
                     ) -> list[dict[str, Any]]:
     rebuilt = {(b.get("source_sha256"), tuple(b.get("flags") or ())): b
                for b in result.get("builds") or []}
     out = []
-    for lib in rec.entry.get("libraries", []):
+    for lib in libraries:
         new = rebuilt.get((lib["source_sha256"], tuple(lib["flags"])))
         item = {"file": lib["file"], "compiler_then": lib.get("compiler"),
                 "compiler_now": new.get("compiler") if new else None,
                 "rebuilt": new is not None,
                 "same_binary": bool(new) and new.get("sha256") == lib["sha256"]}
-        if new is not None and not item["same_binary"]:
-            item["old_binary_loads"] = _old_loads(registry, lib)
+        if new is not None and not item["same_binary"] and old_loads is not None:
+            item["old_binary_loads"] = old_loads(lib)
         out.append(item)
     return out
 
 
-def _seed_cache(registry: Registry, rec: KernelRecord, result: dict[str, Any], rebuilt: Path,
-                target: Path) -> None:
+def _seed_cache(libraries: list[dict[str, Any]], read: Callable[[dict[str, Any]], bytes],
+                result: dict[str, Any], rebuilt: Path, target: Path) -> None:
     """A library cache in which each (source, flags) the kernel asks for resolves to its
     registered binary: the rebuilt library's key (from its manifest) with the old bytes."""
     from kernelevolve.runtime.cpp_cache import LibraryCache
@@ -156,25 +181,24 @@ def _seed_cache(registry: Registry, rec: KernelRecord, result: dict[str, Any], r
     cache = LibraryCache(target)
     target.mkdir(parents=True, exist_ok=True)
     registered = {(lib["source_sha256"], tuple(lib["flags"])): lib
-                  for lib in rec.entry.get("libraries", [])}
+                  for lib in libraries}
     for b in result.get("builds") or []:
         lib = registered.get((b.get("source_sha256"), tuple(b.get("flags") or ())))
         manifest = rebuilt / (Path(b["file"]).stem + ".json")
         if lib is None or not manifest.is_file():
             continue
         meta = json.loads(manifest.read_text())
-        data = verified_bytes(registry, lib["object"], lib["sha256"], lib["file"])
-        (target / b["file"]).write_bytes(data)
+        (target / b["file"]).write_bytes(read(lib))
         cache.write_manifest(target / manifest.name,
                              {"key": meta["key"], "sha256": lib["sha256"], "name": meta.get("name"),
                               "flags": meta.get("flags"), "compiler": lib.get("compiler")})
 
 
-def _old_loads(registry: Registry, lib: dict[str, Any]) -> str:
+def _old_loads(data: bytes, file: str) -> str:
     """Whether the registered binary still loads here (dlopen in a child process)."""
     with tempfile.TemporaryDirectory(prefix="ke-oldlib-") as tmp:
-        path = Path(tmp) / lib["file"]
-        path.write_bytes(verified_bytes(registry, lib["object"], lib["sha256"], lib["file"]))
+        path = Path(tmp) / file
+        path.write_bytes(data)
         proc = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
                                str(path)], capture_output=True, text=True, timeout=60)
     if proc.returncode == 0:
