@@ -45,7 +45,8 @@ class KernelWriter(KernelWriterBase, RowBody, MidBody, SplitRows):
             arg, inp = self.inputs[a.name]
             if inp.layout == L.FULL and self.s.loop is LoopKind.ROWS:
                 arg += "_r"        # the row pointer
-            read = {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[r]",
+            row = "o * nred + f" if self.s.loop is LoopKind.MID else "r"   # a walk's step
+            read = {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[{row}]",
                     "chan": f"{arg}[(r / {arg}_in) % {arg}_sp]",
                     "scalar": f"{arg}[0]", "table": arg, "gtable": arg,
                     "mid": f"{arg}[o * inner + c]",

@@ -5,9 +5,10 @@ A kernel works on a *domain* (R..., C): the shape of its largest elementwise val
 varies with: FULL (row and column), ROW (one value per row), COL (one value per column: a
 per-feature parameter), CHAN (a kernel input that is one value per group of rows: a
 per-channel parameter broadcast over the rows of (B, C, H, W)) or SCALAR; mid reduction
-kernels add MID (a reduced value, or an input of the reduced shape). Operands read in a special role have their own layouts:
-TABLE (bucketize's 1-D boundaries), GTABLE (an embedding table, rows read by index) and INDEX
-(an embedding lookup's indices inside a mid reduction).
+kernels add MID (a reduced value, or an input of the reduced shape) and read ROW as one value
+per step of the walk down the reduced dim (a (B, S) mask over (B, S, D)). Operands read in a
+special role have their own layouts: TABLE (bucketize's 1-D boundaries), GTABLE (an embedding
+table, rows read by index) and INDEX (an embedding lookup's indices inside a mid reduction).
 
 Every enum here is a `str` enum: a member equals (and hashes as) its value, so `layout ==
 "full"` and `{"full": ...}[layout]` read the same as before the plan was typed.
@@ -205,7 +206,9 @@ def mid_layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...],
                         dim: int) -> Layout | None:
     """How a value of `shape` broadcasts over a mid kernel's domain (outer..., F, inner...):
     the whole domain (exactly), the inner dims alone (COL), a scalar, one value per reduced
-    position (MID: the reduced shape, with the dim kept as 1 or dropped), or None."""
+    position (MID: the reduced shape, with the dim kept as 1 or dropped), one value per step
+    of the walk (ROW: (outer..., F) with the inner dims as ones or dropped, a mask over a
+    sequence), or None."""
     inner = domain[dim + 1:]
     if math.prod(shape) == 1:
         return Layout.SCALAR
@@ -215,6 +218,8 @@ def mid_layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...],
         return Layout.COL
     if tuple(shape) in (domain[:dim] + (1,) + inner, domain[:dim] + inner):
         return Layout.MID
+    if tuple(shape) in (domain[:dim + 1] + (1,) * len(inner), domain[:dim + 1]):
+        return Layout.ROW
     return None
 
 

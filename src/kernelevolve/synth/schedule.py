@@ -143,7 +143,7 @@ def _mid_schedule(k: Kernel, s: Schedule) -> Schedule:
     """A mid kernel: one walk down the reduced dim per level (its reductions and the FULL
     values they read), the level's MID values after it, then a store walk when the kernel
     writes full-size values (softmax over dim 1: max, sum of exp(x - max), store)."""
-    along = (L.FULL,)
+    along = (L.FULL, L.ROW)      # ROW: a per-step value (a mask), read at each step
     for level in range(1, k.levels + 1):
         reds = k.reductions_at(level)
         nodes, loads = closure(k, [r.source for r in reds], along=along)
@@ -216,8 +216,10 @@ def _size_args(k: Kernel) -> list[tuple[str, str]]:
 
 def _uniform_divisors(k: Kernel) -> frozenset[str]:
     layout = {i.name: i.layout for i in k.inputs} | {n.name: n.layout for n in k.nodes}
+    # a mid kernel's ROW value changes at each step of the walk: no reciprocal kept for it
+    uniform = (L.SCALAR,) if k.loop is LoopKind.MID else (L.ROW, L.SCALAR)
     return frozenset(n.name for n in k.nodes if n.op == "div" and len(n.args) > 1 and (
-        not isinstance(n.args[1], Ref) or layout[n.args[1].name] in (L.ROW, L.SCALAR)))
+        not isinstance(n.args[1], Ref) or layout[n.args[1].name] in uniform))
 
 
 def _cost(k: Kernel) -> int:

@@ -40,14 +40,21 @@ class TritonMidBody:
         """One walk down the reduced dim: the pass's loads and values for each f, then `end`."""
         gathers = [n for n in self.gathers if n.name in p.nodes]
         inner = ["offs = (o * nred + f) * inner + cols_idx"]
-        inner += [f"x_{self.inputs[name][0]} = tl.load({self.inputs[name][0]} + offs, "
-                  "mask=mask, other=0.0)" for name in p.loads]
+        inner += [self.mid_load(name) for name in p.loads]
         for n in gathers:
             idx = self.inputs[n.args[1].name][0]
             inner.append(f"x_{idx} = tl.load({idx} + o * nred + f)")
         inner += self.gather_rows("x_", "True", gathers)
         inner += [self.define(n) for n in p.nodes] + end
         return ["for f in range(0, nred):", *("    " + line for line in inner)]
+
+    def mid_load(self, name: str) -> str:
+        """A walk's load: a full-size input's BLOCK lanes, or a per-step input's one value
+        (a mask over the reduced dim, the same for every lane)."""
+        arg, inp = self.inputs[name]
+        if inp.layout == "row":
+            return f"x_{arg} = tl.load({arg} + o * nred + f)"
+        return f"x_{arg} = tl.load({arg} + offs, mask=mask, other=0.0)"
 
     def stores(self, p: Pass) -> list[str]:
         return [f"tl.store({self.outputs[n]} + offs, v_{n}, mask=mask)" for n in p.stores]
