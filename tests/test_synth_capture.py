@@ -301,7 +301,7 @@ def test_init_globals_the_cases_vary_are_refused_by_name_and_parameters_are_not_
     assert Reference(str(ok)).constants == []
     assert explain_problem(str(ok)).startswith("kernel k0")
     scaled = write("scaled.py", INIT_GLOBALS.format(scale=" * SCALE"))
-    assert explain_problem(str(scaled)) == (
+    assert explain_problem(str(scaled)).splitlines()[0] == (
         "not covered: Model.__init__ reads the module-level SCALE (computed from DIM), which "
         "the cases set differently (64 in case 'a', 33 in case 'b'); a candidate cannot see a "
         "case's value: pass it through get_init_inputs()")

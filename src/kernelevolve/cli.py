@@ -254,12 +254,13 @@ def synth_cmd(problem: Path = typer.Argument(..., metavar="PROBLEM",
         if explain or out is None:
             print(explain_problem(str(problem)))
         if out is not None:
+            from kernelevolve.synth.api import not_covered_text
             from kernelevolve.synth.capture import NotCovered
 
             try:
                 source, _ = synthesize(str(problem), language)
             except NotCovered as exc:
-                err_console.print(f"not covered: {exc}", highlight=False, soft_wrap=True)
+                err_console.print(not_covered_text(exc), highlight=False, soft_wrap=True)
                 raise typer.Exit(1)
             out.write_text(source)
             print(f"wrote {out}")

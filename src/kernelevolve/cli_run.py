@@ -99,9 +99,12 @@ def _print_outcome(run, outcome: dict, summary: "RunSummary", console: Console) 
 
     style = {"improved": "bold green", "stopped_by_failures": "bold red"}.get(
         outcome["kind"], "bold yellow")
-    console.print(f"[{style}]{escape(outcome['message'])}[/]", soft_wrap=True)
-    console.print(f"run {run.id}: {summary.evaluations} evaluations, stopped: "
-                  f"{escape(outcome['stop_reason'])}", soft_wrap=True)
+    if outcome["kind"] == "nothing_to_search":  # one line: why, and what to pass instead
+        console.print(f"[{style}]{escape(outcome['message'])}[/] (run {run.id})", soft_wrap=True)
+    else:
+        console.print(f"[{style}]{escape(outcome['message'])}[/]", soft_wrap=True)
+        console.print(f"run {run.id}: {summary.evaluations} evaluations, stopped: "
+                      f"{escape(outcome['stop_reason'])}", soft_wrap=True)
     for note in measurement_notes(summary):
         console.print(escape(note), soft_wrap=True, style="dim" if not note.startswith(
             "warning") else "yellow")

@@ -358,13 +358,18 @@ class Run:
             outcome["kind"] = "stopped_by_failures"
             outcome["message"] = f"{stop_reason}. Until then: {outcome['message']}"
         elif not graph.candidates():
-            events = self.store.events(self.id, "synth_not_covered")
-            why = [e.data.get("reason", "") for e in events]
-            drafted = f" (the synthesizer: {why[0]})" if why else ""
             outcome["kind"] = "nothing_to_search"
-            outcome["message"] += ("; nothing to search from" + drafted + ": pass "
-                                   "--seed-candidate FILE or configure an LLM (--llm)")
+            outcome["message"] = self._nothing_to_search()
         return outcome
+
+    def _nothing_to_search(self) -> str:
+        """The one outcome line of a search that had no candidate: why, and what to do."""
+        events = self.store.events(self.id, "synth_not_covered")
+        why = events[0].data.get("reason", "") if events else ""
+        drafted = (f"the built-in synthesizer cannot draft this problem yet (it stops at: "
+                   f"{why})" if why else "no seed candidate and nothing drafted one")
+        return (f"nothing to search from: {drafted}; pass --seed-candidate FILE or configure "
+                "an LLM (--llm)")
 
 
 def _seed_meta(source: str) -> dict[str, Any]:

@@ -5,6 +5,16 @@ from kernelevolve.synth.capture import NotCovered, capture
 from kernelevolve.synth.plan import Plan, explain, plan
 
 
+# What to do when the synthesizer cannot draft a problem: the user's two other ways in.
+NEXT_STEP = ("the built-in synthesizer cannot draft this problem yet; start from a kernel of your "
+             "own (--seed-candidate FILE) or let an LLM draft one (--llm)")
+
+
+def not_covered_text(exc: NotCovered) -> str:
+    """The refusal as `synth` prints it: the part the synthesizer stops at, then what to do."""
+    return f"not covered: {exc}\n{NEXT_STEP}"
+
+
 def languages() -> tuple[str, ...]:
     """The languages the synthesizer writes: every registered one that names an emitter
     (`Language.synthesizer`), in the registry's order (the first is the default)."""
@@ -39,9 +49,10 @@ def synthesize(problem_path: str, language: str = "cpp") -> tuple[str, Plan]:
 
 
 def explain_problem(problem_path: str) -> str:
-    """A coverage report: which ops fuse into which kernels, which stay in torch, or why not."""
+    """A coverage report: which ops fuse into which kernels, which stay in torch, or why not
+    (and what to do instead)."""
     try:
         p = make_plan(problem_path)
     except NotCovered as exc:
-        return f"not covered: {exc}"
+        return not_covered_text(exc)
     return explain(p)

@@ -184,8 +184,7 @@ def _plan(graphs, g: Graph, norm, torch_views: frozenset[str]) -> Plan:
     pools = [item for kind, item in steps if kind == "pool"]
     if not kernels and not solos and not pools:
         ops = sorted({g.values[n].op for n in kept}) or ["nothing"]
-        raise NotCovered("no fusable op: " + ", ".join(ops) + " stay(s) in torch "
-                         "(not covered by the synthesizer yet)")
+        raise NotCovered("no fusable op: " + ", ".join(ops) + " stay(s) in torch")
     return Plan(g, steps, kernels, kept, solos, pools)
 
 
