@@ -203,7 +203,7 @@ def test_indices_read_as_data_too_are_refused_by_both_planners(tmp_path):
     ("(x.float() * 2.0).softmax(-1)", "x.float().sum(1)",
      "torch.randn(4, 8, 16, dtype=torch.float64)", "pass",
      "kernel input arg1_1 has dtype float64; ",
-     "float32, int64, int32 and bool are covered", "only float32 is covered"),
+     "float32, int64, int32 and bool are covered", "float32, int64, int32 and bool are covered"),
     ("(x * self.p).softmax(-1)", "(x * self.p).sum(1)", "torch.randn(4, 8, 16)",
      "self.p = nn.Parameter(torch.randn(1, 8, 16))",
      "arg0_1 of shape (1, 8, 16) does not broadcast",

@@ -50,11 +50,12 @@ class MidChecks(KernelChecks):
         return mid_layout_of_shape(shape, self.domain, self.dim)
 
     def operand(self, node: str, a, role) -> None:
-        """Full-size and reduced inputs are float32; a per-step input (a mask) may also be
-        bool or integer: it is only ever read whole, never accumulated as is."""
+        """Reduced, per-column and scalar inputs are float32; a full-size or per-step input
+        (a mask, or one expanded to full size) may also be bool or integer: what a walk
+        reduces is float32 (_check_reduction), so it is cast before it is accumulated."""
         if isinstance(a, Ref) and not role and a.name not in self.inside | set(self.layout):
-            row = self.data_layout(tuple(self.g.values[a.name].shape)) == L.ROW
-            self.input_dtypes = ELEMENT_TYPES if row else ("float32",)
+            lay = self.data_layout(tuple(self.g.values[a.name].shape))
+            self.input_dtypes = ELEMENT_TYPES if lay in (L.ROW, L.FULL) else ("float32",)
         super().operand(node, a, role)
 
     def node_refs(self, kind: NodeKind, args):
@@ -115,6 +116,9 @@ def _check_reduction(g: Graph, n: str, normed, domain: tuple[int, ...], dim: int
     _, op, args, attrs = normed
     if op not in MID_OPS:
         raise NotCovered(f"{g.values[n].op} over a middle dim is not covered yet")
+    if g.values[args[0].name].dtype != "float32":   # the walks accumulate in float32
+        raise NotCovered(f"{g.values[n].op} of {g.values[args[0].name].dtype} over a middle "
+                         "dim is not covered (only float32 is)")
     shape = tuple(g.values[args[0].name].shape)
     per_step = (domain[:dim + 1], domain[:dim + 1] + (1,) * (len(domain) - dim - 1))
     if shape not in (domain, *per_step) or attrs["dim"] % len(shape) != dim:
