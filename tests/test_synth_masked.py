@@ -3,7 +3,8 @@ once per step of the walk down S over x (B, S, D), in both languages. One proble
 every variant (so each language compiles once): a masked sum with a bool mask, a masked mean
 (`sum / mask.sum(1, keepdim=True).clamp(min=1)`, the sentence-embedding pooling), a masked
 max (`masked_fill(~mask, -inf).amax(1)`), a masked mean over (B, S, H, W), a masked
-softmax over S, and sentence-transformers' mean pooling (an int64 mask expanded to full size). The mask is ragged and one row is all masked: torch gives 0 for its mean
+softmax over S, and sentence-transformers' mean pooling (an int64 mask expanded to full size), a bool mask's mean (its count an integer sum
+before the kernel). The mask is ragged and one row is all masked: torch gives 0 for its mean
 (0 / clamp(0, min=1)), -inf for its max and NaN for its softmax; the drafts must give the
 same. A mask's count broadcast against the wrong dims
 is refused, in words that point to a seed or --llm."""
@@ -29,7 +30,8 @@ class Model(nn.Module):
         soft = x.masked_fill(~mb.unsqueeze(-1), float("-inf")).softmax(1)
         e = mi.unsqueeze(-1).expand(x.size()).float()     # sentence-transformers' pooling
         st = torch.sum(x * e, 1) / torch.clamp(e.sum(1), min=1e-9)
-        return s, mean, mx, mean4, soft, st
+        bmean = (x * mb.unsqueeze(-1)).sum(1) / mb.sum(1, keepdim=True).clamp(min=1)
+        return s, mean, mx, mean4, soft, st, bmean
 
 
 def _mask(lengths, s):
@@ -56,7 +58,7 @@ def test_masked_pooling_drafts_match_torch(tmp_path, monkeypatch, language):
     source, p = synthesize(str(problem), language)
     assert not [n for n in p.kept if p.graph.values[n].op not in ("unsqueeze", "expand")], \
         explain(p)
-    assert all(k.mid_dim == 1 for k in p.kernels) and len(p.kernels) == 6, explain(p)
+    assert all(k.mid_dim == 1 for k in p.kernels) and len(p.kernels) == 7, explain(p)
     candidate = tmp_path / f"masked_{language}.py"
     candidate.write_text(source)
     ref = import_module(problem, "masked", wrap_errors=False)
@@ -70,7 +72,7 @@ def test_masked_pooling_drafts_match_torch(tmp_path, monkeypatch, language):
     # the all-masked rows: torch's 0 for the clamped mean, -inf for the max
     assert (want[1][1] == 0).all() and (got[1][1] == 0).all()
     assert (got[2][1] == float("-inf")).all() and (got[3][0] == 0).all()
-    assert (got[0][1] == 0).all() and (got[5][1] == 0).all() and got[4][1].isnan().all() and not got[4][0].isnan().any()
+    assert (got[0][1] == 0).all() and (got[5][1] == 0).all() and (got[6][1] == 0).all() and got[4][1].isnan().all() and not got[4][0].isnan().any()
 
 
 def test_a_count_broadcast_against_the_wrong_dims_is_refused_in_plain_words(tmp_path):

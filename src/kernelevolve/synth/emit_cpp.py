@@ -49,7 +49,7 @@ class KernelWriter(KernelWriterBase, RowBody, MidBody, SplitRows):
             read = {"full": f"{arg}[{idx}]", "col": f"{arg}[c]", "row": f"{arg}[{row}]",
                     "chan": f"{arg}[(r / {arg}_in) % {arg}_sp]",
                     "scalar": f"{arg}[0]", "table": arg, "gtable": arg,
-                    "mid": f"{arg}[o * inner + c]",
+                    "mid": f"{arg}[o * inner + c]", "outer": f"{arg}[o]",
                     "index": f"{arg}[o * nred + f]"}[inp.layout]
             return f"({read} != 0)" if inp.dtype == "bool" and inp.layout != "table" else read
         return "v_" + a.name

@@ -41,6 +41,7 @@ class Layout(StrEnum):
     TABLE = "table"
     GTABLE = "gtable"
     INDEX = "index"
+    OUTER = "outer"        # mid kernels: an input of one value per outer index (a count)
 
 
 class NodeKind(StrEnum):
@@ -208,7 +209,8 @@ def mid_layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...],
     the whole domain (exactly), the inner dims alone (COL), a scalar, one value per reduced
     position (MID: the reduced shape, with the dim kept as 1 or dropped), one value per step
     of the walk (ROW: (outer..., F) with the inner dims as ones or dropped, a mask over a
-    sequence), or None."""
+    sequence), one value per outer index (OUTER: (outer..., 1), a mask's count computed before
+the kernel), or None."""
     inner = domain[dim + 1:]
     if math.prod(shape) == 1:
         return Layout.SCALAR
@@ -220,6 +222,8 @@ def mid_layout_of_shape(shape: tuple[int, ...], domain: tuple[int, ...],
         return Layout.MID
     if tuple(shape) in (domain[:dim + 1] + (1,) * len(inner), domain[:dim + 1]):
         return Layout.ROW
+    if dim and tuple(shape) == domain[:dim] + (1,):
+        return Layout.OUTER
     return None
 
 

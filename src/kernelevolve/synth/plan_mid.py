@@ -4,8 +4,8 @@ Values are FULL (over the domain), COL (over the inner dims only), SCALAR, MID (
 value and the pointwise values built on it), or ROW (one value per step of the walk: a (B, S)
 mask over (B, S, D), bool or float; masked sum / mean / max pooling). A ROW value's reduction
 (the mask's count) is a MID value the same in every lane, which may broadcast only along the
-outer dims. As in a row kernel, each value has a level: a
-reduction is one level above the value it reduces, and a full-size value may read the reduced
+outer dims, as may an OUTER input (that count computed before the kernel: a bool mask's
+integer sum). As in a row kernel, each value has a level: a reduction is one level above the value it reduces, and a full-size value may read the reduced
 values of the levels below it (softmax's x - max at level 1, its sum at level 2), so each level
 is one walk down the reduced dim. The kernel writes MID values and full-size values (softmax's
 exp(x - max) / sum, in a store walk after the last level)."""
@@ -55,7 +55,8 @@ class MidChecks(KernelChecks):
         reduces is float32 (_check_reduction), so it is cast before it is accumulated."""
         if isinstance(a, Ref) and not role and a.name not in self.inside | set(self.layout):
             lay = self.data_layout(tuple(self.g.values[a.name].shape))
-            self.input_dtypes = ELEMENT_TYPES if lay in (L.ROW, L.FULL) else ("float32",)
+            self.input_dtypes = ELEMENT_TYPES if lay in (L.ROW, L.FULL, L.OUTER) else \
+                ("float32",)
         super().operand(node, a, role)
 
     def node_refs(self, kind: NodeKind, args):
@@ -135,11 +136,12 @@ def _node_layout(ck: MidChecks, v: Value, kind: NodeKind, refs: list[str]) -> La
         if ck.layout[refs[0]] not in (L.FULL, L.ROW):
             raise NotCovered(f"{v.op} reduces a value that is not full-size")
         return L.MID          # a per-step value's count is the same in every lane
-    if L.FULL in lays or (L.ROW in lays and lays & {L.COL, L.MID}):
+    if L.FULL in lays or (L.ROW in lays and lays & {L.COL, L.MID, L.OUTER}):
         for r in refs:   # a reduced value read along the walk: its dim must be kept (as 1)
             shape = ck.g.values[r].shape
             if ck.layout[r] == L.MID and not _broadcasts_back(ck, shape, ck.kept_shape) or \
-                    ck.layout[r] == L.ROW and not _broadcasts_back(ck, shape, ck.row_shape):
+                    ck.layout[r] == L.ROW and not _broadcasts_back(ck, shape, ck.row_shape) \
+                    or ck.layout[r] == L.OUTER:
                 raise NotCovered(f"{r} (shape {ck.g.values[r].shape}) broadcasts against the "
                                  f"wrong dims of {ck.domain_name} {ck.domain}")
         ck.check_full(v)
@@ -148,7 +150,7 @@ def _node_layout(ck: MidChecks, v: Value, kind: NodeKind, refs: list[str]) -> La
         if kind == NodeKind.VIEW and math.prod(v.shape) != math.prod(ck.row_shape):
             raise NotCovered(f"{v.op} reshapes a per-step value to {v.shape}")
         return L.ROW
-    if L.MID in lays:
+    if L.MID in lays or L.OUTER in lays:
         red_numel = math.prod(ck.domain) // max(1, ck.domain[ck.dim])
         counts = all(_per_outer(ck, tuple(ck.g.values[r].shape)) for r in refs)
         if kind == NodeKind.VIEW and math.prod(v.shape) not in (
@@ -175,7 +177,7 @@ def _check_lanes(ck: MidChecks, v: Value, refs: list[str]) -> None:
     outer = ck.domain[:n_outer]
     for r in refs:
         shape = tuple(ck.g.values[r].shape)
-        if ck.layout[r] != L.MID or not _per_outer(ck, shape):
+        if ck.layout[r] not in (L.MID, L.OUTER) or not _per_outer(ck, shape):
             continue
         if len(shape) > len(v.shape):
             raise NotCovered(f"{r} (shape {shape}) broadcasts against the wrong dims of "

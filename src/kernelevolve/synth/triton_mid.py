@@ -24,6 +24,8 @@ class TritonMidBody:
         for arg, inp in self.inputs.values():
             if inp.layout == "scalar":
                 out.append(f"x_{arg} = tl.load({arg})")
+            elif inp.layout == "outer":
+                out.append(f"x_{arg} = tl.load({arg} + o)")
             elif inp.layout == "col":
                 out.append(f"x_{arg} = tl.load({arg} + cols_idx, mask=col_ok, other=0.0)")
             elif inp.layout == "mid":
