@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelevolve.errors import UsageError
+from kernelevolve.report.compile_compare import compile_line
 from kernelevolve.report.summary import RunSummary
 
 
@@ -92,6 +93,9 @@ def print_summary(s: RunSummary, console: Console) -> None:
     console.print(f"[bold]run {s.run_id}[/] · {s.status} · {s.platform} · "
                   f"{escape(str(s.problem))}")
     console.print(f"outcome: {outcome.get('message', '(not finished)')}", markup=False)
+    compared = compile_line(s.compile_comparison)  # once, when torch.compile was timed
+    if compared:
+        console.print(compared, markup=False, highlight=False)
     console.print(f"stopped: {s.stop_reason or '-'}; {s.evaluations} evaluations in "
                   f"{s.elapsed_s:.1f} s of search", markup=False)
     if s.best:
