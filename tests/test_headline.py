@@ -4,6 +4,7 @@
   fitness and the outcome judge (it led with the eager one);
 - `optimize` and `show` print the outcome's speedup over torch.compile once, when the run timed
   torch.compile (the compile comparison line, report/compile_compare.py);
+- `show` in a pipe or a log keeps whole words (report/console.py).
 
 All in-process: a real Store and Run, with evaluations recorded as the search records them.
 """
@@ -115,3 +116,25 @@ def test_the_compile_comparison_line_once_when_torch_compile_was_timed(tmp_path)
         "over torch.compile: 1.250x by node 4 (95% interval 1.100-1.400, timed beside it)")
     assert compile_line(None) is None  # not timed: nothing said
 
+
+def test_show_in_a_pipe_keeps_whole_words(monkeypatch):
+    """Through a pipe (not a terminal, no COLUMNS), the nodes table is not squeezed into 80
+    columns: each rationale stays on one line, its words whole."""
+    from kernelevolve.report.console import stdout_console
+    from kernelevolve.report.runs import print_summary
+    from kernelevolve.report.summary import RunSummary
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    rationale = "tune: BLOCK_ROWS 8 -> 32, UNROLL 2 -> 4, VECTORIZE off -> on"
+    nodes = [{"id": i, "parents": [0], "operator": "tune", "stage": "accepted",
+              "status": "done", "fitness": 1.5, "rationale": rationale} for i in range(1, 4)]
+    summary = RunSummary(run_id="r1", status="completed", platform="cpu",
+                         problem="/a/rather/long/path/to/examples/rmsnorm/problem.py",
+                         nodes=nodes, cost={"tokens": 0, "dollars": 0.0, "by_model": {}})
+    out = io.StringIO()
+    console = stdout_console(file=out)
+    assert not console.is_terminal
+    print_summary(summary, console)
+    text = out.getvalue()
+    assert sum(rationale in line for line in text.splitlines()) == 3, text
+    assert summary.problem in text

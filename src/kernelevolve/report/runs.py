@@ -14,6 +14,7 @@ from rich.text import Text
 
 from kernelevolve.errors import UsageError
 from kernelevolve.report.compile_compare import compile_line
+from kernelevolve.report.console import stdout_console
 from kernelevolve.report.summary import RunSummary
 
 
@@ -39,10 +40,7 @@ def print_runs(workspace: Path, as_json: bool) -> None:
         table.add_row(r.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), r.status,
                       Path(r.problem_path).parent.name + "/" + Path(r.problem_path).name,
                       str(store.eval_count(r.id)), Text((r.outcome or {}).get("message", "-")))
-    console = Console()
-    if not console.is_terminal:
-        console.width = 160
-    console.print(table if runs else "no runs yet")
+    stdout_console().print(table if runs else "no runs yet")
 
 
 def delete_runs(workspace: Path, run_ids: list[str], status: str | None) -> None:
