@@ -118,13 +118,13 @@ def test_the_compile_comparison_line_once_when_torch_compile_was_timed(tmp_path)
 
 
 def test_show_in_a_pipe_keeps_whole_words(monkeypatch):
-    """Through a pipe (not a terminal, no COLUMNS), the nodes table is not squeezed into 80
-    columns: each rationale stays on one line, its words whole."""
+    """Through a pipe (not a terminal), the nodes table is not squeezed into 80 columns, even
+    with COLUMNS=80 exported as CI and xdist workers do: each rationale stays on one line."""
     from kernelevolve.report.console import stdout_console
     from kernelevolve.report.runs import print_summary
     from kernelevolve.report.summary import RunSummary
 
-    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
     rationale = "tune: BLOCK_ROWS 8 -> 32, UNROLL 2 -> 4, VECTORIZE off -> on"
     nodes = [{"id": i, "parents": [0], "operator": "tune", "stage": "accepted",
               "status": "done", "fitness": 1.5, "rationale": rationale} for i in range(1, 4)]
