@@ -145,6 +145,8 @@ def test_runs_show_best_and_report_commands(e2e):
 
     r = cli("show", run_id[:12], "--workspace", ws)  # a unique prefix works too; text view
     assert r.returncode == 0 and run_id in r.stdout, r.stderr
+    for node in shown["nodes"]:  # a pipe is no 80-column terminal: each rationale whole
+        assert (node["rationale"] or "")[:60] in r.stdout, r.stdout
 
     html = tmp / "out.html"
     r = cli("report", run_id, "--workspace", ws, "--html", html)

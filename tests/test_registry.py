@@ -232,6 +232,30 @@ def test_shadow_keeps_a_right_kernel(reg, searched):
     assert patching.coverage("rmsnorm")["shadow"] == {"calls": 5, "mismatches": 0, "first": []}
 
 
+def test_shadow_says_it_runs_the_original_and_the_kernel(reg, searched):
+    """The first serve.py after `promote` (a version in shadow, no default) timed the shadowed
+    forward as "patched 269.946 ms (0.06x)" with no word that shadow runs both."""
+    from kernelevolve.registry.serving_text import forward_line
+
+    reg.set_state("rmsnorm", 1, "shadow", who="test")
+    net = Net(_model_cls(searched)).eval()
+    with torch.no_grad(), patching.patched(net, reg) as session:
+        net.norm(torch.randn(100, 1024))
+        line, = session.explain()
+        assert line.startswith("norm: rmsnorm v1 in shadow: on every call the original module "
+                               "runs and is served, the kernel runs too"), line
+        assert forward_line(session, 1.0, 16.0) == (
+            "forward: eager 1.000 ms, patched in shadow 16.000 ms (0.06x): shadow runs the "
+            "original (served) and the kernel on every call and compares them, so this is the "
+            "cost of checking, not the kernel's speed")
+        reg.set_state("rmsnorm", 1, "default", who="test")
+        session.refresh()
+        assert session.explain() == ["norm: rmsnorm v1 (default) serves the calls inside its "
+                                     "validated region; the original module answers the others"]
+        assert forward_line(session, 1.0, 0.5) == (
+            "forward: eager 1.000 ms, patched 0.500 ms (2.00x)")
+
+
 @pytest.mark.slow
 def test_canary_serves_about_its_share(reg, searched):
     _add_version(reg, "rmsnorm", "canary")

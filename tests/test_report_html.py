@@ -242,8 +242,8 @@ def _chromium() -> str | None:
 def test_renders_in_headless_chromium(tmp_path):
     chromium = _chromium()
     if chromium is None:
-        pytest.skip("chromium is not installed (scripts/install.sh installs it; only this test "
-                    "needs it)")
+        pytest.skip("chromium is not installed (scripts/install.sh --test installs it; only "
+                    "this test needs it)")
     s = full_summary()
     page = write_html(RunSummary.from_dict(s), tmp_path / "report.html")
     shot = tmp_path / "shot.png"

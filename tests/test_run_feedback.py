@@ -348,7 +348,7 @@ def test_summary_diffs_the_best_kernel_against_its_parent(tmp_path):
         "outcome", "best", "funnel", "evaluations", "nodes", "cost", "llm_failures",
         "fingerprint", "config", "machine", "best_source", "best_cases", "best_logs",
         "reference_source", "best_diff", "synth_coverage", "operators", "baselines",
-        "tool_traffic"]
+        "tool_traffic", "compile_comparison"]
     assert RunSummary.from_dict(shown) == s and shown["evaluations"] == 2
 
 

@@ -2,7 +2,7 @@
 
 The tensor is treated as one flat array: each program handles BLOCK consecutive elements,
 and the feature index of an element (for the bias) is its flat index modulo the row length.
-Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=1.
+Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=1 (the harness sets it on CPU).
 """
 import torch
 import torch.nn as nn

@@ -4,7 +4,7 @@ Each program normalises ROWS whole rows held in one 2-D block of ROWS x BLOCK_CO
 where BLOCK_COLS is the row length rounded up to a power of two (so a whole row must fit in
 one block: fine up to rows of a few tens of thousands of values).
 Padding loads as 0, so it adds nothing to the sum of squares.
-Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=1.
+Runs on a GPU, or on CPU tensors under TRITON_INTERPRET=1 (the harness sets it on CPU).
 """
 import torch
 import torch.nn as nn

@@ -4,7 +4,10 @@ After `kernelevolve optimize examples/rmsnorm/problem.py` and `kernelevolve prom
 run `python3 examples/rmsnorm/serve.py` from the same folder (the registry is
 `.kernelevolve/registry`; `--registry DIR` for another). It builds a small model around the
 problem's own `Model` class, patches it with `kernelevolve.patch`, checks the patched output
-against the original, times both, and prints the live coverage counters.
+against the original, times both, and prints the live coverage counters. A freshly promoted
+kernel is in `shadow`: every call runs the original (served) and the kernel, and compares them,
+so the patched time is the cost of checking; `kernelevolve registry set-state NAME default`
+serves the kernel.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import torch.nn as nn
 
 import kernelevolve
 from kernelevolve.errors import KernelevolveError
+from kernelevolve.registry.serving_text import forward_line
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("rmsnorm_problem", HERE / "problem.py")
@@ -67,12 +71,13 @@ def main() -> int:
             return 2
         for row in session.report():
             print("patched:", json.dumps(row))
+        for line in session.explain():  # in shadow: the original and the kernel both run
+            print(line)
         got = model(x)
         patched_ms = _median_ms(model, x)
         model(torch.randn(4, 1024))  # outside the validated region: the original runs
     print(f"max abs difference: {(got - want).abs().max().item():.2e}")
-    print(f"forward: eager {eager_ms:.3f} ms, patched {patched_ms:.3f} ms "
-          f"({eager_ms / patched_ms:.2f}x)")
+    print(forward_line(session, eager_ms, patched_ms))  # says what a shadowed time means
     print("coverage:", json.dumps(kernelevolve.coverage(), indent=1))
     session.flush()  # `kernelevolve registry stats` shows these counters
     return 0

@@ -95,6 +95,7 @@ def _say_how_it_starts(run) -> None:
 
 
 def _print_outcome(run, outcome: dict, summary: "RunSummary", console: Console) -> None:
+    from kernelevolve.report.compile_compare import compile_line
     from kernelevolve.report.summary import calls_line, failure_line, measurement_notes
 
     style = {"improved": "bold green", "stopped_by_failures": "bold red"}.get(
@@ -103,6 +104,9 @@ def _print_outcome(run, outcome: dict, summary: "RunSummary", console: Console) 
         console.print(f"[{style}]{escape(outcome['message'])}[/] (run {run.id})", soft_wrap=True)
     else:
         console.print(f"[{style}]{escape(outcome['message'])}[/]", soft_wrap=True)
+        compared = compile_line(summary.compile_comparison)  # once, when torch.compile was timed
+        if compared:
+            console.print(compared, soft_wrap=True, markup=False, highlight=False)
         console.print(f"run {run.id}: {summary.evaluations} evaluations, stopped: "
                       f"{escape(outcome['stop_reason'])}", soft_wrap=True)
     for note in measurement_notes(summary):

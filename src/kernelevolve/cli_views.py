@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from kernelevolve.cli_errors import _user_errors
 from kernelevolve.cli_options import HELP_SETTINGS, WORKSPACE_OPT
@@ -50,6 +49,7 @@ def show_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a 
              workspace: Path = WORKSPACE_OPT,
              as_json: bool = typer.Option(False, "--json", help="The full summary as JSON.")) -> None:
     """Outcome, best node, funnel and timings of a run."""
+    from kernelevolve.report.console import stdout_console
     from kernelevolve.report.runs import print_summary
     from kernelevolve.report.summary import run_summary
     from kernelevolve.run import Run
@@ -59,7 +59,7 @@ def show_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a 
         if as_json:
             print(summary.to_json())
         else:
-            print_summary(summary, Console())
+            print_summary(summary, stdout_console())  # wide in a log or pipe: words whole
 
 
 def best_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),

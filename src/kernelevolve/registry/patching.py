@@ -134,6 +134,13 @@ class PatchSession:
     def report(self) -> list[dict[str, Any]]:
         return [d.describe() for d in self.dispatchers] + list(self.skipped)
 
+    def explain(self) -> list[str]:
+        """What answers each patched module's calls, in words; in shadow, that a call runs the
+        original and the kernel both (registry/serving_text.py)."""
+        from kernelevolve.registry.serving_text import serving_lines
+
+        return serving_lines(self)
+
     def unpatch(self) -> None:
         for d in self.dispatchers:
             d.uninstall()

@@ -13,6 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelevolve.errors import UsageError
+from kernelevolve.report.compile_compare import compile_line
+from kernelevolve.report.console import stdout_console
 from kernelevolve.report.summary import RunSummary
 
 
@@ -38,10 +40,7 @@ def print_runs(workspace: Path, as_json: bool) -> None:
         table.add_row(r.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), r.status,
                       Path(r.problem_path).parent.name + "/" + Path(r.problem_path).name,
                       str(store.eval_count(r.id)), Text((r.outcome or {}).get("message", "-")))
-    console = Console()
-    if not console.is_terminal:
-        console.width = 160
-    console.print(table if runs else "no runs yet")
+    stdout_console().print(table if runs else "no runs yet")
 
 
 def delete_runs(workspace: Path, run_ids: list[str], status: str | None) -> None:
@@ -92,6 +91,9 @@ def print_summary(s: RunSummary, console: Console) -> None:
     console.print(f"[bold]run {s.run_id}[/] · {s.status} · {s.platform} · "
                   f"{escape(str(s.problem))}")
     console.print(f"outcome: {outcome.get('message', '(not finished)')}", markup=False)
+    compared = compile_line(s.compile_comparison)  # once, when torch.compile was timed
+    if compared:
+        console.print(compared, markup=False, highlight=False)
     console.print(f"stopped: {s.stop_reason or '-'}; {s.evaluations} evaluations in "
                   f"{s.elapsed_s:.1f} s of search", markup=False)
     if s.best:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kernelevolve.harness.protocol.stages import REJECT_STAGES
 from kernelevolve.platforms.machine_facts import machine_lines
+from kernelevolve.report.compile_compare import compile_comparison
 from kernelevolve.report.tool_traffic import tool_traffic
 from kernelevolve.types import EvalResult
 
@@ -52,6 +53,7 @@ class RunSummary:
     operators: dict[str, Any] | None = None
     baselines: dict[str, Any] = field(default_factory=dict)
     tool_traffic: list[dict[str, Any]] = field(default_factory=list)
+    compile_comparison: dict[str, Any] | None = None  # report/compile_compare.py
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -72,11 +74,12 @@ def run_summary(run: Any) -> RunSummary:
     outcome = rec.outcome or {}
     evaluations = store.evaluations(run.id)
     nodes = _node_rows(store, run.id, evaluations)
+    baselines = _baselines(evaluations)
     ranked = sorted((n for n in nodes if n["stage"] == "accepted" and n["fitness"] is not None),
                     key=lambda n: (-n["fitness"], n["id"]))
     best_id = outcome.get("node_id") if outcome.get("node_id") is not None else (
         ranked[0]["id"] if ranked else None)
-    best = best_source = best_cases = best_logs = None
+    best = best_source = best_cases = best_logs = comparison = None
     if best_id is not None:
         node = next(n for n in nodes if n["id"] == best_id)
         result = _final_result(store, run.id, best_id) or store.evaluation(run.id, best_id)
@@ -87,6 +90,8 @@ def run_summary(run: Any) -> RunSummary:
         best_cases = [{k: getattr(c, k) for k in CASE_KEYS}
                       for c in (result.cases if result else []) if not c.held_out]
         best_logs = (result.logs if result else None) or None  # inert: harness/protocol/text.py
+        comparison = compile_comparison(outcome, result, baselines,
+                                        (rec.config or {}).get("baseline", "eager"))
     return RunSummary(
         run_id=run.id, status=rec.status, problem=rec.problem_path, platform=rec.platform,
         created=rec.created, elapsed_s=rec.elapsed_s,
@@ -101,8 +106,9 @@ def run_summary(run: Any) -> RunSummary:
         best_diff=_best_diff(store, run.id, nodes, best_id, best_source),
         synth_coverage=_synth_coverage(store, run.id, nodes),
         operators=operators_used(rec.config or {}, nodes),
-        baselines=_baselines(evaluations),
-        tool_traffic=tool_traffic(store, run.id))  # the agent's tools, per proposal
+        baselines=baselines,
+        tool_traffic=tool_traffic(store, run.id),  # the agent's tools, per proposal
+        compile_comparison=comparison)
 
 
 def _node_rows(store: Any, run_id: str,

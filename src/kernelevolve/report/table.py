@@ -43,13 +43,21 @@ def case_table(result: EvalResult) -> Table:
     return table
 
 
+def headline(result: EvalResult) -> str:
+    """"S x weighted speedup over B, T x over C": B is the baseline fitness uses (torch.compile
+    with --baseline compile, when it was timed), so the headline leads with the judged figure."""
+    eager = (result.speedup, "eager")
+    comp = (result.compile_speedup, "torch.compile")
+    order = [comp, eager] if result.baseline == "compile" else [eager, comp]
+    parts = [f"{s:.3f}x over {name}" for s, name in order if s is not None]
+    return ", ".join([parts[0].replace("x over", "x weighted speedup over", 1), *parts[1:]])
+
+
 def verdict_text(result: EvalResult) -> Text:
     if result.accepted:
         head = Text("ACCEPTED", "bold green")
         if result.speedup is not None:
-            head.append(f"  {result.speedup:.3f}x weighted speedup over eager", "green")
-            if result.compile_speedup is not None:
-                head.append(f", {result.compile_speedup:.3f}x over torch.compile", "green")
+            head.append("  " + headline(result), "green")
         else:
             head.append("  (correct, not timed on this platform)", "yellow")
     else:
