@@ -23,7 +23,7 @@ from kernelevolve.cli_options import (  # noqa: F401
     OPT_COMPILE_FIGURES, OPT_WORKERS, OPT_EXECUTOR, OPT_RAY_ADDRESS,
     OPT_SEED, OPT_LLM, OPT_LLM_BASE_URL, OPT_LLM_API_KEY_ENV,
     OPT_LLM_TIMEOUT, OPT_LLM_MAX_FAILURES, OPT_AGENT, OPT_AGENT_TURNS, OPT_LANGUAGE,
-    OPT_NOTES, OPT_JSON_PATH)
+    OPT_NOTES, OPT_JSON_PATH, ID_HELP)
 from kernelevolve.cli_views import best_cmd, report_cmd, runs_app, show_cmd
 from kernelevolve.errors import KernelevolveError
 
@@ -203,7 +203,7 @@ def _run_flags(given: dict) -> dict:
 
 @app.command("resume")
 def resume_cmd(
-    run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
+    run_id: str = typer.Argument(..., metavar="ID", help=ID_HELP),
     workspace: Path = WORKSPACE_OPT,
     force: bool = typer.Option(False, "--force",
                                help="Continue even if the problem or the platform changed."),
