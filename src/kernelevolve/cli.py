@@ -108,13 +108,16 @@ def eval_cmd(
         options.validate()
         cand = read_candidate(candidate)  # checked and read here, once
         prob = load_problem(problem)
+        from kernelevolve.upfront import check_memory
+
+        check_memory(prob.path)  # before any worker starts, as `optimize` and `bench` do
         if stage_timeout is not None and not stage_timeout > 0:
             raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
                                     "number of seconds")
         from kernelevolve.harness.driver.pool import Limits
 
         limits = Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
-        with err_console.status("starting sandboxed worker") as status:
+        with err_console.status("static gate") as status:  # no worker until it passes
             from kernelevolve.target import resolve
 
             with Evaluator(resolve(platform), options=options, sandbox_mode=sandbox,
