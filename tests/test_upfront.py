@@ -109,4 +109,4 @@ def test_last_skips_a_run_that_evaluated_nothing(tmp_path):
     listed = runner.invoke(app, ["runs", "--workspace", str(ws)])
     assert f"`last` is {done.id}" in listed.output, listed.output
     promoted = runner.invoke(app, ["promote", "last", "--workspace", str(ws)])
-    assert promoted.exit_code == 2 and f"of run {done.id} was not accepted" in promoted.output
+    assert promoted.exit_code == 2 and f"run {done.id} " in promoted.output, promoted.output
