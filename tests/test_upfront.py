@@ -12,6 +12,7 @@ from kernelevolve.cli import app
 from kernelevolve.store import Store
 
 PROBLEM = PROBLEMS / "tunable_scale.py"
+CANDIDATE = PROBLEMS / "tunable_scale_candidate.py"  # passes the static gate
 BIG = '''import torch
 import torch.nn as nn
 
@@ -68,7 +69,7 @@ def test_a_52_gib_problem_is_refused_with_one_line_and_no_run(no_pool, tmp_path)
     big.write_text(BIG)
     ws = tmp_path / "ws"
     Store.open(ws)  # an existing workspace: it must stay without a run
-    for args in (["optimize", str(big), "--workspace", str(ws)], ["eval", str(big), str(big)]):
+    for args in (["optimize", str(big), "--workspace", str(ws)], ["eval", str(big), str(CANDIDATE)]):
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 2, res.output
         lines = res.output.strip().splitlines()

@@ -108,9 +108,10 @@ def eval_cmd(
         options.validate()
         cand = read_candidate(candidate)  # checked and read here, once
         prob = load_problem(problem)
-        from kernelevolve.upfront import check_memory
+        from kernelevolve.upfront import check_memory, static_report
 
-        check_memory(prob.path)  # before any worker starts, as `optimize` and `bench` do
+        if static_report(cand.source, cand.name, platform).ok:  # else rejected with no worker
+            check_memory(prob.path)  # before any worker starts, as `optimize` and `bench` do
         if stage_timeout is not None and not stage_timeout > 0:
             raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
                                     "number of seconds")

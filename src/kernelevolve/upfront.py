@@ -32,15 +32,23 @@ def check_seeds(seeds: Iterable[tuple[str, str]], platform: str | None,
                 flag: str = "--seed-candidate") -> None:
     """Each (name, source) passes the static gate on `platform`; raises UsageError with the
     gate's first line otherwise (the full reason is what `kernelevolve eval` prints)."""
-    from kernelevolve.harness.gates.static import check_static
     from kernelevolve.harness.protocol.text import clean
-    from kernelevolve.target import resolve
 
-    target = resolve(platform)
     for name, source in seeds:
-        report = check_static(source, Path(name).name, target.platform.name,
-                              target.platform.languages)
+        report = static_report(source, name, platform)
         if not report.ok:
             first = clean(report.reason).splitlines()[0] if report.reason else "rejected"
             raise UsageError(f"{flag} {name}: rejected at the static gate: {first} "
                              f"(`kernelevolve eval PROBLEM {name}` shows the whole reason)")
+
+
+def static_report(source: str, name: str, platform: str | None):
+    """The static gate's report on `source` (harness/gates/static.py), as the evaluator makes
+    it; `eval` estimates memory only for a candidate that passes (a rejection starts no worker,
+    and the estimate costs about 2 s of torch imports)."""
+    from kernelevolve.harness.gates.static import check_static
+    from kernelevolve.target import resolve
+
+    target = resolve(platform)
+    return check_static(source, Path(name).name, target.platform.name,
+                        target.platform.languages)
