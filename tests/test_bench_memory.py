@@ -1,11 +1,11 @@
-"""The bench's memory estimate counts what the reference's forward allocates (ref_memory.py,
+"""The bench's memory estimate counts what the reference's forward allocates (memory_peak.py,
 traced on the meta device): small inputs whose reference makes a huge intermediate are skipped
 with the figure; a problem that fits, or whose forward meta cannot run, is let through."""
 from __future__ import annotations
 
 import pytest
 
-from kernelevolve.bench.memory import estimate, too_big
+from kernelevolve.memory_estimate import estimate, too_big
 
 PROBLEM = '''import torch
 import torch.nn as nn

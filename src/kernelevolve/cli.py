@@ -23,7 +23,7 @@ from kernelevolve.cli_options import (  # noqa: F401
     OPT_COMPILE_FIGURES, OPT_WORKERS, OPT_EXECUTOR, OPT_RAY_ADDRESS,
     OPT_SEED, OPT_LLM, OPT_LLM_BASE_URL, OPT_LLM_API_KEY_ENV,
     OPT_LLM_TIMEOUT, OPT_LLM_MAX_FAILURES, OPT_AGENT, OPT_AGENT_TURNS, OPT_LANGUAGE,
-    OPT_NOTES, OPT_JSON_PATH)
+    OPT_NOTES, OPT_JSON_PATH, ID_HELP)
 from kernelevolve.cli_views import best_cmd, report_cmd, runs_app, show_cmd
 from kernelevolve.errors import KernelevolveError
 
@@ -108,13 +108,17 @@ def eval_cmd(
         options.validate()
         cand = read_candidate(candidate)  # checked and read here, once
         prob = load_problem(problem)
+        from kernelevolve.upfront import check_memory, static_report
+
+        if static_report(cand.source, cand.name, platform).ok:  # else rejected with no worker
+            check_memory(prob.path)  # before any worker starts, as `optimize` and `bench` do
         if stage_timeout is not None and not stage_timeout > 0:
             raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
                                     "number of seconds")
         from kernelevolve.harness.driver.pool import Limits
 
         limits = Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
-        with err_console.status("starting sandboxed worker") as status:
+        with err_console.status("static gate") as status:  # no worker until it passes
             from kernelevolve.target import resolve
 
             with Evaluator(resolve(platform), options=options, sandbox_mode=sandbox,
@@ -203,7 +207,7 @@ def _run_flags(given: dict) -> dict:
 
 @app.command("resume")
 def resume_cmd(
-    run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
+    run_id: str = typer.Argument(..., metavar="ID", help=ID_HELP),
     workspace: Path = WORKSPACE_OPT,
     force: bool = typer.Option(False, "--force",
                                help="Continue even if the problem or the platform changed."),

@@ -48,6 +48,7 @@ EVAL_PROFILE = typer.Option(False, "--profile",
                                  "candidate's process; --json always has it.")
 
 
+ID_HELP = "Run id, a unique prefix, or last (the newest run that evaluated something)."
 WORKSPACE_OPT = typer.Option(Path(".kernelevolve"), "--workspace", metavar="DIR",
                              show_default=False,
                              help="Workspace directory holding runs (./.kernelevolve).")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from kernelevolve.cli_errors import _user_errors
-from kernelevolve.cli_options import HELP_SETTINGS, WORKSPACE_OPT
+from kernelevolve.cli_options import HELP_SETTINGS, ID_HELP, WORKSPACE_OPT
 from kernelevolve.errors import KernelevolveError
 
 
@@ -45,7 +45,7 @@ def runs_rm_cmd(run_ids: Optional[list[str]] = typer.Argument(
         delete_runs(workspace, list(run_ids or []), status)
 
 
-def show_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
+def show_cmd(run_id: str = typer.Argument(..., metavar="ID", help=ID_HELP),
              workspace: Path = WORKSPACE_OPT,
              as_json: bool = typer.Option(False, "--json", help="The full summary as JSON.")) -> None:
     """Outcome, best node, funnel and timings of a run."""
@@ -62,7 +62,7 @@ def show_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a 
             print_summary(summary, stdout_console())  # wide in a log or pipe: words whole
 
 
-def best_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
+def best_cmd(run_id: str = typer.Argument(..., metavar="ID", help=ID_HELP),
              out: Path = typer.Option(..., "--out", metavar="PATH",
                                       help="Where to write the best candidate."),
              workspace: Path = WORKSPACE_OPT) -> None:
@@ -78,7 +78,7 @@ def best_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a 
         print(f"wrote node {summary.best['node_id']} to {out}")
 
 
-def report_cmd(run_id: str = typer.Argument(..., metavar="ID", help="Run id (or a unique prefix)."),
+def report_cmd(run_id: str = typer.Argument(..., metavar="ID", help=ID_HELP),
                html: Path = typer.Option(..., "--html", metavar="PATH",
                                          help="Where to write the HTML report."),
                workspace: Path = WORKSPACE_OPT) -> None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernelevolve import preflight
+from kernelevolve import preflight, upfront
 from kernelevolve.candidate_file import Candidate, read_candidate
 from kernelevolve.config import RunConfig, api_key_var
 from kernelevolve.errors import KernelevolveError, UsageError
@@ -77,6 +77,8 @@ class Run:
             cand = read_candidate(seed, "--seed-candidate")
             sources.append((Path(cand.name), cand.source))
         preflight.check_run(config)  # a run is created only when its search can start
+        upfront.check_seeds([(str(path), src) for path, src in sources], config.platform)
+        upfront.check_memory(problem.path)
         store = Store.open(workspace)
         run_id = new_run_id()
         store.create_run(run_id, problem_path=problem.path, problem_hash=problem.source_hash,

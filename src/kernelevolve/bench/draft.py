@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelevolve.bench.campaign import Campaign
-from kernelevolve.bench.memory import too_big
+from kernelevolve.memory_estimate import too_big
 from kernelevolve.errors import ProblemError, UsageError
 
 FINISHED = ("done", "skipped", "failed")

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from kernelevolve import interrupts
 from kernelevolve.bench.campaign import Campaign
-from kernelevolve.bench.memory import too_big
+from kernelevolve.memory_estimate import too_big
 from kernelevolve.bench.metrics import compile_factor
 from kernelevolve.errors import ExecutorError, KernelevolveError, ProblemError
 

@@ -146,6 +146,9 @@ def tune_model_cmd(
         _positive("--max-evals", max_evals)
         _positive("--reps", reps)
         build_config(None, {k: v for k, v in flags.items() if v is not None})  # bad flags: now
+        from kernelevolve.upfront import check_memory
+
+        check_memory(model)  # before the model is profiled and any search's worker starts
         opts = TuneOptions(top=top, max_evals=max_evals, min_share=min_share,
                            measure_reps=reps, compile=compile_, in_situ=in_situ,
                            flags=flags)

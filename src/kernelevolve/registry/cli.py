@@ -142,7 +142,8 @@ def show_cmd(name: str = typer.Argument(..., metavar="NAME"),
 
 
 def promote_cmd(run_id: str = typer.Argument(..., metavar="RUN_ID",
-                                             help="The run (`last`: the newest one)."),
+                                             help="The run (`last`: the newest that "
+                                                  "evaluated something)."),
                 node: Optional[int] = typer.Option(None, "--node", metavar="N",
                                                    help="Node to promote (the run's verdict)."),
                 name: Optional[str] = typer.Option(None, "--name", metavar="NAME",

@@ -47,12 +47,8 @@ def class_digest(source: str, class_name: str = "Model", as_name: str | None = N
 def promote(store: Store, registry: Registry, run_id: str, *, node: int | None = None,
             name: str | None = None, state: str = "shadow", force: bool = False,
             who: str | None = None, why: str = "") -> KernelRecord:
-    if run_id == "last":
-        runs = store.list_runs()
-        if not runs:
-            raise RegistryError(f"no runs in {store.workspace}; run `kernelevolve optimize` first")
-        run_id = max(runs, key=lambda r: r.created).id
-    run = store.get_run(run_id)
+    run = store.get_run(run_id)  # `last`: the newest run that evaluated something
+    run_id = run.id
     node_id = _pick_node(run, node)
     rec = store.node(run_id, node_id)
     stored = store.evaluation(run_id, node_id)  # the registry records it as JSON

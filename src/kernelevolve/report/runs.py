@@ -40,7 +40,19 @@ def print_runs(workspace: Path, as_json: bool) -> None:
         table.add_row(r.id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created)), r.status,
                       Path(r.problem_path).parent.name + "/" + Path(r.problem_path).name,
                       str(store.eval_count(r.id)), Text((r.outcome or {}).get("message", "-")))
-    stdout_console().print(table if runs else "no runs yet")
+    console = stdout_console()
+    console.print(table if runs else "no runs yet")
+    _say_last(store, runs, console)
+
+
+def _say_last(store, runs: list, console: Console) -> None:
+    """When the newest run evaluated nothing, say which run `last` names instead."""
+    if not runs or store.eval_count(runs[0].id):
+        return
+    evaluated = [r for r in runs if store.eval_count(r.id)]
+    console.print(f"`last` is {evaluated[0].id}: runs with no evaluation are skipped"
+                  if evaluated else "`last` names no run yet: none has evaluated anything",
+                  highlight=False, soft_wrap=True)
 
 
 def delete_runs(workspace: Path, run_ids: list[str], status: str | None) -> None:

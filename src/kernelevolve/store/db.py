@@ -109,7 +109,9 @@ class Store(NodesMixin, DatabaseHandle):
         return self.get_run(run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
-        """The run with this id, or the only run whose id starts with it."""
+        """The run with this id, or the only run whose id starts with it; `last`: last_run()."""
+        if run_id == "last":  # never an id's prefix: ids start with r and a date
+            return self.last_run()
         rows = self._query("SELECT * FROM runs WHERE id = ?", (run_id,))
         if not rows and run_id:
             rows = self._query("SELECT * FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id",
@@ -120,6 +122,19 @@ class Store(NodesMixin, DatabaseHandle):
             ids = ", ".join(r["id"] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
             raise StoreError(f"run id prefix {run_id!r} is ambiguous in {self.workspace}: "
                              f"it matches {ids}; give more characters")
+        return run_from_row(rows[0])
+
+    def last_run(self) -> RunRecord:
+        """The newest run that evaluated something: one that failed before its first evaluation
+        (no worker could start, Ctrl-C at once) has nothing to promote, resume or show, and
+        would otherwise hide the run the user means."""
+        rows = self._query("SELECT * FROM runs r WHERE EXISTS (SELECT 1 FROM evaluations e "
+                           "WHERE e.run_id = r.id) ORDER BY created DESC, id DESC LIMIT 1")
+        if not rows:
+            none = "no runs" if not self._query("SELECT 1 FROM runs LIMIT 1") else \
+                "no run that evaluated anything"
+            raise StoreError(f"`last`: {none} in {self.workspace}; run `kernelevolve optimize` "
+                             "first (`kernelevolve runs` lists the runs)")
         return run_from_row(rows[0])
 
     def list_runs(self) -> list[RunRecord]:

@@ -117,9 +117,12 @@ class Layout:
     shown: tuple[str, ...] = ()     # the platform's own read-only paths (Platform.sandbox_paths)
 
 
+SANDBOX_MODES = ("auto", "bwrap", "unshare", "none")
+
+
 def plan(mode: str, layout: Layout, devices: list[str]) -> SandboxPlan:
     """Choose the isolation method; `auto` takes the strongest available and warns if none."""
-    if mode not in ("auto", "bwrap", "unshare", "none"):
+    if mode not in SANDBOX_MODES:
         raise SandboxError(f"unknown sandbox mode {mode!r}; use auto, bwrap, unshare or none")
     if mode in ("auto", "bwrap") and bwrap_available():
         return SandboxPlan("bwrap", _bwrap_worker(layout, devices), True, True, True)

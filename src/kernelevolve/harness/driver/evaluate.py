@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from kernelevolve.candidate_file import Candidate, read_candidate
-from kernelevolve.errors import PlatformError, ProblemError
+from kernelevolve import knobs
+from kernelevolve.errors import PlatformError, ProblemError, SandboxError
 from kernelevolve.harness.driver.gate_checks import GateChecks
 from kernelevolve.harness.driver.options import BASELINES, STOP_AFTER, EvalOptions
 from kernelevolve.harness.gates.integrity import IntegrityPolicy, timing_problem
 from kernelevolve.harness.driver.pool import JobOutcome, Limits, WorkerPool
 from kernelevolve.harness.protocol.roofline import apply_roofline
+from kernelevolve.harness.containment.sandbox import SANDBOX_MODES
 from kernelevolve.harness.gates.static import check_static
 from kernelevolve.harness.gates.scoring import score
 from kernelevolve.harness.protocol.messages import (CaseSpec, CheckJob, MeasureJob, ReferenceJob,
@@ -35,7 +38,11 @@ __all__ = ["BASELINES", "STOP_AFTER", "EvalOptions", "Evaluator", "build_records
 
 
 class Evaluator:
-    """Evaluates candidates on one platform with one worker pool (reused across calls)."""
+    """Evaluates candidates on one platform with one worker pool (reused across calls).
+
+    The pool starts when the first candidate passes the static gate (or `pool` is first read):
+    a candidate that does not parse, defines no `ModelNew` or breaks a static rule is rejected
+    in the time of an import, where starting the sandboxed workers first took 17-26 s."""
 
     def __init__(self, platform: TargetLike = "cpu", *, workers: int = 1,
                  pool: WorkerPool | None = None, limits: Limits | None = None,
@@ -49,12 +56,30 @@ class Evaluator:
         self.options.validate()
         self._own_pool = pool is None
         self._costs: dict[str, dict[str, Any]] = {}  # per problem: each case's bytes and flops
-        self.pool = pool or WorkerPool(self.platform, workers, limits=limits,
-                                       sandbox_mode=sandbox_mode, secret_vars=secret_vars)
+        self._pool = pool
+        self._pool_args = (workers, limits, sandbox_mode, secret_vars)
+        mode = sandbox_mode or knobs.sandbox_mode()
+        if pool is None and mode not in SANDBOX_MODES:  # said now, not when the pool starts
+            raise SandboxError(f"unknown sandbox mode {mode!r}; use {', '.join(SANDBOX_MODES)}")
+        self._pool_lock = threading.Lock()
+
+    @property
+    def pool(self) -> WorkerPool:
+        """The worker pool, started on first use (thread-safe: the local executor's threads)."""
+        with self._pool_lock:
+            if self._pool is None:
+                workers, limits, sandbox_mode, secret_vars = self._pool_args
+                self._pool = WorkerPool(self.platform, workers, limits=limits,
+                                        sandbox_mode=sandbox_mode, secret_vars=secret_vars)
+            return self._pool
+
+    @property
+    def pool_started(self) -> bool:
+        return self._pool is not None
 
     def close(self) -> None:
-        if self._own_pool:
-            self.pool.close()
+        if self._own_pool and self._pool is not None:
+            self._pool.close()
 
     def __enter__(self) -> "Evaluator":
         return self
@@ -180,9 +205,14 @@ class _Run(GateChecks):
         report = check_static(source, self.cand.file_name, ev.platform.name, ev.platform.languages,
                               rules=self.opts.static_rules)
         result.language = report.language
-        result.fingerprint = ev.pool.fingerprint()
         self.profile = ev.platform.filter_profile_for(report.language, report.compiles_in_process)
         self.interpreted = report.language in ev.platform.interpreted_languages
+        if not report.ok and not ev.pool_started:  # nothing ran: no worker is started for it
+            self.reject("static", report.reason)
+            return False
+        if not ev.pool_started:
+            self.say("starting sandboxed worker")
+        result.fingerprint = ev.pool.fingerprint()
         result.sandbox = replace(ev.pool.sandbox_facts, filter_profile=self.profile)
         if not report.ok:
             self.reject("static", report.reason)

@@ -4,7 +4,7 @@ For each case, the problem's `get_init_inputs()`, `Model(*init)` and `get_inputs
 `torch.device("meta")`: shapes and dtypes without memory or data. Inputs plus parameters and
 buffers, times `FACTOR` (outputs and eager's temporaries, and the harness keeps reference
 outputs and a few input sets), is compared with MemAvailable. The reference's forward runs on
-meta too (ref_memory.py): what it allocates at its peak, twice (the harness keeps the
+meta too (memory_peak.py): what it allocates at its peak, twice (the harness keeps the
 reference's outputs while the candidate makes its own), plus the inputs and weights, is needed
 as well, so a problem whose reference makes a huge intermediate from small inputs is skipped
 with the figure instead of failing out of memory. A problem whose factory cannot run on meta (it
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelevolve.bench.ref_memory import forward_peak
+from kernelevolve.memory_peak import forward_peak
 
 FACTOR = 4
 
