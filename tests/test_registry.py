@@ -132,7 +132,12 @@ def test_patched_model_matches_the_original_and_counts_calls(reg, searched):
         assert "forward" not in vars(net.norm)  # unpatched on leaving the block
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     cov = patching.coverage("rmsnorm")
-    assert cov["calls"] == 1 and cov["served"] == 1 and cov["time_saved_ms"] > 0
+    assert cov["calls"] == 1 and cov["served"] == 1
+    # the saving is the promotion's own figures for the nearest case (eager minus kernel ms),
+    # not a timing of this call: it may be negative where the kernel lost on a busy machine
+    timed = {c["name"]: c for c in reg.get("rmsnorm").entry["evaluation"]["cases"]}
+    assert any(cov["time_saved_ms"] == pytest.approx(c["ref_ms"] - c["cand_ms"], abs=1e-6)
+               for c in timed.values() if c.get("ref_ms") and c.get("cand_ms"))
 
 
 def test_weights_are_shared_and_init_inputs_inferred(reg, searched):
