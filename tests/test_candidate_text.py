@@ -142,7 +142,7 @@ def evals(tmp_path_factory):
     for name in ("bad_ansi_reason", "good_ansi_print"):
         path = folder / f"{name}.json"
         proc = run_cli("eval", str(SMALL), str(CORPUS / f"{name}.py"), "--json",
-                       str(path), env=CLI_ENV)
+                       str(path), "--timing-cap", "0.3", env=CLI_ENV)
         out[name] = (proc, json.loads(path.read_text()) if path.exists() else None)
     return out
 

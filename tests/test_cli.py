@@ -22,7 +22,8 @@ def full_runs(tmp_path_factory):
     """The two end-to-end evaluations, run side by side (each starts its own worker)."""
     out = tmp_path_factory.mktemp("cli") / "out.json"
     jobs = {
-        "accepted": (("eval", str(SOFTMAX), str(GOOD), "--seed", "1", "--json", str(out)), None),
+        "accepted": (("eval", str(SOFTMAX), str(GOOD), "--seed", "1", "--json", str(out),
+                      "--timing-cap", "0.3"), None),  # no figure checked: no longer timed
         "rejected": (("eval", str(SOFTMAX), str(CORPUS / "bad_wrong_shape.py"), "--seed", "1"),
                      None),
     }
@@ -41,6 +42,8 @@ def test_eval_accepted_exits_0_with_table_and_json(full_runs):
     for name in CASE_NAMES:
         assert name in proc.stdout, proc.stdout
     assert "ACCEPTED" in proc.stdout
+    timing = [line for line in proc.stdout.splitlines() if line.startswith("timing: ")]
+    assert len(timing) == 1 and ("within 1.20" in timing[0] or "0.3 s time cap" in timing[0])
     data = json.loads(full_runs["json_path"].read_text())
     for key in ("accepted", "stage", "reason", "speedup", "fitness", "cases", "fingerprint",
                 "sandbox"):

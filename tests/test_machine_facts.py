@@ -198,7 +198,8 @@ def test_no_machine_figures_leaves_only_the_counts():
 @pytest.mark.slow
 def test_eval_json_and_table_carry_the_speed_of_light(tmp_path):
     out = tmp_path / "r.json"
-    proc = run_cli("eval", str(RELU), str(RELU_CPP), "--seed", "1", "--json", str(out))
+    proc = run_cli("eval", str(RELU), str(RELU_CPP), "--seed", "1", "--json", str(out),
+                   "--timing-cap", "0.3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     header = next(line for line in proc.stdout.splitlines() if "cand ms" in line)
     assert header.split()[-1] == "SOL", proc.stdout

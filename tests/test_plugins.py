@@ -78,7 +78,7 @@ def test_unknown_platform_is_one_line_listing_the_registered_ones():
 def test_eval_on_the_toy_platform_in_the_toy_language(tmp_path):
     out = tmp_path / "result.json"
     proc = run_cli("eval", str(RELU), str(TOY_CANDIDATE), "--platform", "toy", "--seed", "1",
-                   "--json", str(out), env=TOY_ENV)
+                   "--json", str(out), "--timing-cap", "0.3", env=TOY_ENV)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(out.read_text())
     assert result["accepted"] and result["language"] == "toyl"

@@ -34,7 +34,7 @@ def evals(tmp_path_factory, evaluator):
     path = tmp_path_factory.mktemp("profile") / "fresh.json"
     with ThreadPoolExecutor(1) as pool:
         fresh = pool.submit(run_cli, "eval", str(RELU), str(FRESH), "--seed", "1", "--profile",
-                            "--json", str(path))
+                            "--json", str(path), "--timing-cap", "0.3")
         reused = evaluator.evaluate(RELU, REUSE, options=replace(evaluator.options, seed=1))
         proc = fresh.result()
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -16,7 +16,7 @@ from kernelevolve.cli_options import (  # noqa: F401
     ALLOW_NO_KERNEL_OPT, STRICT_OPT, STAGE_TIMEOUT_OPT, QUIET_OPT,
     JSON_LINES_OPT, EVAL_PROBLEM, EVAL_CANDIDATE, EVAL_PLATFORM,
     EVAL_JSON_PATH, EVAL_TRIALS, EVAL_SEED, EVAL_BASELINE,
-    EVAL_SANDBOX, EVAL_PROFILE, WORKSPACE_OPT, OPT_PROBLEM,
+    EVAL_SANDBOX, EVAL_PROFILE, EVAL_TIMING_CAP, WORKSPACE_OPT, OPT_PROBLEM,
     OPT_SEED_CANDIDATE, OPT_CONFIG_FILE, OPT_PLATFORM, OPT_OPERATOR,
     OPT_POLICY, OPT_MAX_EVALS, OPT_MAX_TIME, OPT_MAX_COST,
     OPT_MAX_TOKENS, OPT_TARGET, OPT_STOP_AT_SOL, OPT_BASELINE,
@@ -92,6 +92,7 @@ def eval_cmd(
     strict: bool = STRICT_OPT,
     stage_timeout: Optional[float] = STAGE_TIMEOUT_OPT,
     profile: bool = EVAL_PROFILE,
+    timing_cap: float = EVAL_TIMING_CAP,
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
     from kernelevolve.candidate_file import read_candidate
@@ -99,12 +100,14 @@ def eval_cmd(
     from kernelevolve.harness.gates.integrity import IntegrityPolicy
     from kernelevolve.problem import load_problem
     from kernelevolve.report.table import print_result
+    from kernelevolve.report.timing_notes import eval_timing, print_eval_notes
 
     console = Console()
     with _user_errors():
         options = EvalOptions(trials=trials, seed=seed, baseline=baseline,
                               integrity=IntegrityPolicy(allow_no_kernel=allow_no_kernel,
-                                                        strict=strict))
+                                                        strict=strict),
+                              timing=eval_timing(timing_cap))
         options.validate()
         cand = read_candidate(candidate)  # checked and read here, once
         prob = load_problem(problem)
@@ -126,6 +129,7 @@ def eval_cmd(
                 result = evaluator.evaluate(prob, cand,
                                             progress=lambda msg: status.update(msg))
         print_result(result, console)
+        print_eval_notes(result, options.timing, console)
         if profile:
             from kernelevolve.harness.gates.profile_view import profile_lines
 

@@ -42,6 +42,10 @@ EVAL_BASELINE = typer.Option("eager", metavar="NAME", show_default=False,
                              help="eager, or compile to also time torch.compile (eager).")
 EVAL_SANDBOX = typer.Option(None, metavar="MODE",
                             help="auto, bwrap, unshare or none (auto).")
+EVAL_TIMING_CAP = typer.Option(3.0, "--timing-cap", metavar="SECONDS", show_default=False,
+                               help="Most seconds to time one case (3): past the minimums, a "
+                                    "busy machine is timed until the case's 95% interval is "
+                                    "within 1.2 (hi/lo) or this cap; the output says which.")
 EVAL_PROFILE = typer.Option(False, "--profile",
                             help="Also print each case's profile (CPU time, page faults, "
                                  "context switches, perf counters), read from outside the "

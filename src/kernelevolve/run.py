@@ -29,6 +29,7 @@ from kernelevolve.search.baselines import compile_known, figures, fitness_for
 from kernelevolve.errors import InfraError
 from kernelevolve.search.engine import STOPPED_BY_FAILURES, EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
+from kernelevolve.search.memory import fitness_interval
 from kernelevolve.search.policies import make_policy
 from kernelevolve.search.termination import Progress
 from kernelevolve.store import Store
@@ -149,6 +150,7 @@ class Run:
                     if fitness is not None:  # one baseline, also for runs stored before that
                         node.fitness = fitness
                     node.sol_fraction = result.sol_fraction
+                    node.meta["fitness_ci"] = fitness_interval(node, result)
             graph.add(node)
         return graph
 

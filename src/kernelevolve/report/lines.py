@@ -4,7 +4,7 @@ The live panel (report/live.py) redraws itself, which a log file, a pipe or CI c
 printed nothing for minutes, then one frame. `LineProgress` has the live view's interface
 (`refresh`, `set_status`, a context manager) and prints instead, unwrapped, as things happen:
 
-    [  3/30] node 5 tune (from 2): accepted 1.234x · best so far 1.456x (node 4, search-time)
+    [  3/30] node 5 tune (from 2): accepted 1.234x · best so far >= 1.31x (node 4, 95% lower bound; measured 1.46x)
     [  4/30] node 6 llm (from 4): rejected at correctness: case 'small': max abs error 3.1e-02
     llm: call failed (2 in a row): HTTP 401: invalid api key
     phase: re-measuring the finalists
@@ -73,8 +73,7 @@ class LineProgress:
         parents = ",".join(str(p) for p in node.parents)
         verdict = (f"accepted {node.speedup:.3f}x" if node.stage == "accepted" and node.speedup
                    else f"rejected at {node.stage}" + (f": {reason}" if reason else ""))
-        best_text = (f"best so far {best.fitness:.3f}x (node {best.id}, search-time)" if best
-                     else "no accepted candidate yet")
+        best_text = _best_text(best)
         self.emit(data, f"{count} node {node.id} {node.operator} (from {parents}): {verdict} · "
                         f"{best_text}")
 
@@ -92,3 +91,10 @@ class LineProgress:
         line = json.dumps(data, default=str) if self.json_lines else text
         self.stream.write(line + "\n")
         self.stream.flush()
+
+
+def _best_text(best: Any) -> str:
+    """The best node's 95% lower bound, labelled (report/best_figure.py)."""
+    from kernelevolve.report.best_figure import node_best_text
+
+    return "best so far " + node_best_text(best) if best else "no accepted candidate yet"

@@ -47,9 +47,7 @@ class LiveView:
             best = graph.best()
             elapsed = max(time.monotonic() - self.started, 1e-6)
             budget = f" / {budgets.max_evals}" if budgets.max_evals else ""
-            table.add_row("best so far", f"{best.fitness:.3f}x (node {best.id}, {best.operator}; "
-                          "search-time, the finalists are re-measured at the end)"
-                          if best else "-")
+            table.add_row("best so far", self._best_text(best))
             table.add_row("evaluations", f"{progress.evals}{budget} done, "
                                          f"{progress.in_flight} in flight")
             if self._session_base is None:
@@ -73,3 +71,13 @@ class LiveView:
                 parts.append(f"{loud['generation_failure']} replies without usable code")
             table.add_row(Text("LLM", style="bold red"), Text("; ".join(parts), style="red"))
         return Group(head, table)
+
+    def _best_text(self, best: Any) -> str:
+        """The lower bound during the search, the re-measured figure once finished
+        (report/best_figure.py)."""
+        from kernelevolve.report.best_figure import run_best_text
+
+        if best is None:
+            return "-"
+        text = run_best_text(self.run, best, self.status, f", {best.operator}")
+        return text if self.status == "finished" else text + "; finalists re-measured at the end"

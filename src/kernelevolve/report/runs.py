@@ -96,6 +96,16 @@ def print_sol_cases(cases: list[dict[str, Any]], console: Console) -> None:
         console.print(line, highlight=False)
 
 
+def best_text(b: dict[str, Any], outcome: dict[str, Any]) -> str:
+    """The re-measured figure of a completed run, else the search-time best's 95% lower bound
+    (report/best_figure.py): the figure `show` can defend, labelled."""
+    from kernelevolve.report.best_figure import lower_bound_text, remeasured_text
+
+    done = remeasured_text(outcome) if outcome.get("node_id") == b["node_id"] else None
+    return done or lower_bound_text(b["fitness"] if b.get("fitness") is not None
+                                    else b["speedup"], b.get("interval"), b["node_id"])
+
+
 def print_summary(s: RunSummary, console: Console) -> None:
     outcome = s.outcome or {}
     # Every string below that a run's data supplies is printed without markup: rationales come
@@ -110,10 +120,9 @@ def print_summary(s: RunSummary, console: Console) -> None:
                   f"{s.elapsed_s:.1f} s of search", markup=False)
     if s.best:
         b = s.best
-        measured = "re-measured" if outcome.get("speedup") is not None else "search-time"
-        console.print(f"best: node {b['node_id']}, {b['speedup']:.3f}x ({measured})"
+        console.print(f"best: {best_text(b, outcome)}"
                       + (f", {b['sol_fraction']:.0%} of speed of light"
-                         if b.get("sol_fraction") is not None else ""))
+                         if b.get("sol_fraction") is not None else ""), markup=False)
         print_sol_cases(s.best_cases or [], console)
     from kernelevolve.report.summary import (calls_line, failure_line, measurement_notes,
                                              operators_line)

@@ -11,6 +11,7 @@ from typing import Any
 from kernelevolve.harness.protocol.stages import REJECT_STAGES
 from kernelevolve.platforms.machine_facts import machine_lines
 from kernelevolve.report.compile_compare import compile_comparison
+from kernelevolve.report.timing_notes import judged_interval, timing_line, wide_interval_warning
 from kernelevolve.report.tool_traffic import tool_traffic
 from kernelevolve.types import EvalResult
 
@@ -18,7 +19,8 @@ STAGE_KEYS = REJECT_STAGES
 # Speed-of-light fields of a case (types.CaseResult, harness/protocol/roofline.py)
 SOL_KEYS = ("bytes_moved", "flops", "sol_ms", "sol_bound", "sol_fraction", "achieved_gbs",
             "achieved_gflops")
-CASE_KEYS = ("name", "weight", "ref_ms", "cand_ms", "speedup", *SOL_KEYS)
+CASE_KEYS = ("name", "weight", "ref_ms", "cand_ms", "speedup", "speedup_ci", "timing_stop",
+             *SOL_KEYS)
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,11 @@ def run_summary(run: Any) -> RunSummary:
         node = next(n for n in nodes if n["id"] == best_id)
         result = _final_result(store, run.id, best_id) or store.evaluation(run.id, best_id)
         best = {"node_id": best_id, "speedup": outcome.get("speedup") or node["speedup"],
-                "fitness": node["fitness"], "interval": outcome.get("interval"),
+                "fitness": node["fitness"],  # the outcome's interval, else the search-time one
+                "interval": outcome.get("interval") or _search_interval(node, result),
                 "sol_fraction": result.sol_fraction if result else None}
         best_source = store.source(run.id, best_id)
-        best_cases = [{k: getattr(c, k) for k in CASE_KEYS}
+        best_cases = [{k: _plain(getattr(c, k)) for k in CASE_KEYS}
                       for c in (result.cases if result else []) if not c.held_out]
         best_logs = (result.logs if result else None) or None  # inert: harness/protocol/text.py
         comparison = compile_comparison(outcome, result, baselines,
@@ -109,6 +112,20 @@ def run_summary(run: Any) -> RunSummary:
         baselines=baselines,
         tool_traffic=tool_traffic(store, run.id),  # the agent's tools, per proposal
         compile_comparison=comparison)
+
+
+def _plain(value: Any) -> Any:
+    """A case's interval as the list its JSON reads back as (from_dict gives the same)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _search_interval(node: dict[str, Any], result: EvalResult | None) -> list[float] | None:
+    """The 95% interval of the node's search-time fitness (the judged figure's)."""
+    interval, figure = judged_interval(result) if result else (None, None)
+    fitness = node.get("fitness")
+    if not interval or figure is None or fitness is None or abs(figure - fitness) > 1e-6 * fitness:
+        return None
+    return [float(interval[0]), float(interval[1])]
 
 
 def _node_rows(store: Any, run_id: str,
@@ -199,12 +216,10 @@ def _stop_reason(store: Any, run_id: str) -> str | None:
     return events[-1].data.get("reason") if events else None
 
 
-WIDE_INTERVAL = 0.25  # an interval wider than this fraction of its speedup gets a warning
-
-
 def measurement_notes(s: RunSummary) -> list[str]:
     """What a reader needs to square the figures: the answer is the finalists' re-measurement,
-    not the search-time figure the live view showed; a wide interval is said with its width."""
+    not the search-time figure the live view showed; how that re-measurement's timing ended;
+    a wide interval is said with its width (report/timing_notes.py, as `eval` says it)."""
     outcome = s.outcome or {}
     notes = []
     searched = [n for n in s.nodes if n.get("stage") == "accepted"
@@ -214,13 +229,11 @@ def measurement_notes(s: RunSummary) -> list[str]:
         notes.append(f"search-time best {top['fitness']:.3f}x (node {top['id']}); the outcome "
                      "is the finalists' re-measurement, longer and paired with the baseline, "
                      "so the two can differ")
-    interval, speedup = outcome.get("interval"), outcome.get("speedup")
-    if interval and speedup and (interval[1] - interval[0]) / speedup > WIDE_INTERVAL:
-        half = 50 * (interval[1] - interval[0]) / speedup
-        notes.append(f"warning: the 95% interval {interval[0]:.3f}-{interval[1]:.3f} is wide "
-                     f"(about ±{half:.0f}%): a noisy machine or few repetitions; re-run on a "
-                     "quieter machine before trusting the figure")
-    return notes
+    if outcome.get("speedup") is not None:  # best_cases are then the final measurement's
+        notes.append(timing_line(s.best_cases or [], (s.config or {}).get("final_timing"),
+                                 "re-measurement timing") or "")
+    notes.append(wide_interval_warning(outcome.get("interval"), outcome.get("speedup")) or "")
+    return [n for n in notes if n]
 
 
 def llm_failures(store: Any, run_id: str) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from kernelevolve.operators.base import (Draft, Operator, OperatorFailing, Paren
                                          ProposalContext, check_operator)
 from kernelevolve.search.drafting import draft_cap, next_step, repairable
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
+from kernelevolve.search.memory import fitness_interval
 from kernelevolve.search.policies import Policy
 from kernelevolve.search.termination import Budgets, Progress, should_stop
 from kernelevolve.types import EvalResult
@@ -324,6 +325,7 @@ class SearchEngine:
         node.fitness, node.speedup = result.fitness, result.speedup
         node.sol_fraction = result.sol_fraction
         node.meta["reason"] = (result.reason or "")[:2000]
+        node.meta["fitness_ci"] = fitness_interval(node, result)  # the displayed lower bound
         node.order = self.progress.evals
         self.hooks.record(node, result, wall)
         self.policy.update(self.graph, node)

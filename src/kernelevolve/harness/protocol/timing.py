@@ -19,6 +19,17 @@ agree, correlation 0.97):
   the noisiest 18% of the stored cases) or either side's IQR exceeds NOISY_SPREAD (50%) of its
   median. The factor returned (hi/lo, else the wider q3/q1) is the size of a difference on that
   case that is still noise: a case timed 7x slower once, code unchanged, shows a factor near 7.
+
+How long to time (`TimingPolicy.tight`, from the same figures): TIGHT = 1.2 is the top of a
+quiet run's case interval (1.04-1.2), so a quiet machine still stops at the minimums and a good
+`eval` stays as fast idle, while a busy one (1.5-4.3 at the minimums) is timed on: an interval's
+log-width shrinks about as 1/sqrt(samples), so ten times the samples bring 1.5 to about 1.14 and
+4.3 to about 1.6. It is under the width the outcome warns at (report/timing_notes.py
+WIDE_INTERVAL, about 1.28), so a case that met it is never the one warned about. The cap is the
+policy's max_time_s: 3 s a case for `eval` (EVAL_TIMING; about ten times its 0.3 s minimum),
+6 s for the final re-measurement (config.py final_timing). The search's own evaluations have no
+`tight`: their figures only steer (which parent next, which finalists), the finalists are
+re-measured with it, and a search timed to the cap under load would evaluate fewer candidates.
 """
 from __future__ import annotations
 
@@ -45,6 +56,11 @@ class TimingPolicy:
     # this wide (hi/lo), or max_time_s is spent: a busy machine is measured longer, a quiet one
     # stops at the minimums. None: stop at the minimums.
     tight: float | None = None
+
+
+TIGHT = 1.2  # hi/lo that ends timing past the minimums (see the module docstring)
+# `kernelevolve eval`'s policy: the defaults (15 reps, 0.3 s, 3 s cap) timed on to TIGHT
+EVAL_TIMING = TimingPolicy(tight=TIGHT)
 
 
 def tight_enough(policy: TimingPolicy, ref_ms: Sequence[float], cand_ms: Sequence[float]) -> bool:
