@@ -105,8 +105,8 @@ def output_text(result: EvalResult, lines: int = LOG_LINES) -> Text | None:
 
 def print_result(result: EvalResult, console: Console | None = None) -> None:
     console = console or Console()
-    if not console.is_terminal and console.width < 120:
-        console.width = 120  # logs and pipes: no terminal to fit, keep the table unsquashed
+    if not console.is_terminal and console.width < 140:
+        console.width = 140  # logs and pipes: no terminal to fit, keep the table unsquashed
     if result.stage != "static":
         console.print(case_table(result))
     console.print(verdict_text(result))
