@@ -91,7 +91,6 @@ def _typed(result):
     return EvalResult.from_dict(result) if isinstance(result, dict) else result
 
 
-@pytest.mark.slow
 def test_eval_checks_the_candidate_once_and_hands_over_its_text(monkeypatch, tmp_path):
     """One check where the file enters: the evaluator gets a `Candidate` (text), and the
     static gate's rejection is said once."""

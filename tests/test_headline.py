@@ -42,6 +42,27 @@ def test_the_verdict_leads_with_the_baseline_fitness_uses():
         "ACCEPTED  2.000x weighted speedup over eager, 1.500x over torch.compile")
 
 
+def _header_and_row(result: EvalResult) -> tuple[list[str], list[str]]:
+    from kernelevolve.report.table import case_table
+
+    out = io.StringIO()
+    Console(file=out, width=200).print(case_table(result))
+    lines = [line.split() for line in out.getvalue().splitlines() if line.strip()]
+    header = next(i for i, words in enumerate(lines) if words and words[0] == "case")
+    return lines[header], lines[header + 1 + (lines[header + 1][0].startswith("─"))]
+
+
+def test_per_case_columns_lead_with_the_baseline_fitness_uses():
+    # --baseline compile: compile ms, cand ms and the speedup over it (1.5 / 1.0) first, then
+    # eager's figures as the secondary ones
+    header, row = _header_and_row(_scored("compile"))
+    assert " ".join(header).endswith("compile ms cand ms speedup eager ms over eager eager 95% CI")
+    assert row[-6:] == ["1.500", "1.000", "1.50x", "2.000", "2.00x", "2.00-2.00"]
+    header, row = _header_and_row(_scored("eager"))  # eager: as before
+    assert " ".join(header).endswith("eager ms compile ms cand ms speedup 95% CI")
+    assert row[-5:] == ["2.000", "1.500", "1.000", "2.00x", "2.00-2.00"]
+
+
 def _finished_run(tmp_path, baseline: str, compile_in_final: bool):
     """A run whose node 1 was evaluated once in the search (timing torch.compile: the run's
     one compile measurement) and re-measured at the end, with the stored outcome."""
@@ -98,12 +119,18 @@ def test_the_compile_comparison_line_once_when_torch_compile_was_timed(tmp_path)
         assert len(lines) == 1, text
         assert lines[0].startswith("over torch.compile: 3.000x by node 1 (") and \
             "not paired, so no interval" in lines[0]
+    from kernelevolve.report.html import render_html
+
+    html = render_html(run.summary())  # the HTML report says it too, once, in its header
+    assert html.count('id="compile-comparison"') == 1
+    assert "over torch.compile: 3.000x by node 1 (" in html
     assert run.summary().compile_comparison == {"node_id": 1, "baseline": "eager",
                                                 "speedup": pytest.approx(3.0),
                                                 "interval": None, "paired": False}
     # --baseline compile: the outcome is over torch.compile already; no second line
     run = _finished_run(tmp_path / "compile", "compile", compile_in_final=True)
     assert run.outcome["message"].startswith("improved 1.500x over torch.compile")
+    assert 'id="compile-comparison"' not in render_html(run.summary())
     for text in (_shown(run), _optimize_text(run)):
         assert "improved 1.500x over torch.compile" in text
         assert not any(line.startswith("over torch.compile") for line in text.splitlines())

@@ -236,6 +236,7 @@ def test_optimize_without_a_seed_or_drafting_operator_says_so(tmp_path):
     assert "--seed-candidate" in s["outcome"]["message"]
     assert s["best"] is None
     assert "--seed-candidate" in r.stderr and "nothing to search from" in r.stdout
+    assert "re-measuring" not in r.stdout + r.stderr  # no finalist: no phase for it
 
 
 def test_optimize_without_a_seed_drafts_with_synth_then_tunes(tmp_path):

@@ -292,6 +292,8 @@ def test_progress_without_a_terminal_is_one_line_per_evaluation(tmp_path):
     assert all(" · best so far >= " in line and "95% lower bound; measured" in line
                for line in evals)
     assert "phase: searching" in lines and "phase: re-measuring the finalists" in lines
+    finals = [line for line in lines if line.startswith("finalist 1/1: node ")]
+    assert len(finals) == 1 and " left" in finals[0], r.stdout  # what is measured, how long
     for line in lines:  # nothing hard-wrapped: every line is a whole statement
         assert not line.startswith(" "), r.stdout
 
@@ -306,6 +308,8 @@ def test_json_lines_and_quiet(tmp_path):
     kinds = [e["event"] for e in events]
     assert kinds.count("evaluation") == 2 and kinds[-1] == "outcome" and "phase" in kinds
     assert events[-1]["exit_code"] == r.returncode and events[-1]["message"]
+    finalist = next(e for e in events if e["event"] == "finalist")
+    assert finalist["k"] == finalist["of"] == 1 and finalist["node"] is not None
     first = next(e for e in events if e["event"] == "evaluation")
     assert {"node", "operator", "stage", "speedup", "best", "evaluations", "budget"} <= set(first)
     r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",

@@ -121,7 +121,10 @@ def eval_cmd(
         from kernelevolve.harness.driver.pool import Limits
 
         limits = Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
-        with err_console.status("static gate") as status:  # no worker until it passes
+        from kernelevolve.report.steps import Steps
+
+        # a spinner on a terminal, a line per stage in a log (no worker until static passes)
+        with Steps(err_console, "static gate", prefix="eval: ") as status:
             from kernelevolve.target import resolve
 
             with Evaluator(resolve(platform), options=options, sandbox_mode=sandbox,

@@ -26,7 +26,6 @@ from kernelevolve.run_agent import agent_settings
 from kernelevolve.run_hooks import CostMeter, StoreHooks, node_from_record
 from kernelevolve.search.acceptance import decide
 from kernelevolve.search.baselines import compile_known, figures, fitness_for
-from kernelevolve.errors import InfraError
 from kernelevolve.search.engine import STOPPED_BY_FAILURES, EngineConfig, SearchEngine
 from kernelevolve.search.graph import ROOT, Node, SearchGraph
 from kernelevolve.search.memory import fitness_interval
@@ -211,8 +210,8 @@ class Run:
                 raise
             hooks.flush_elapsed()
             self.store.add_event(self.id, "stopped", {"reason": stop_reason})
-            say("re-measuring the finalists")
-            outcome = self._finalize(executor, problem, graph, stop_reason)
+            outcome = self._finalize(executor, problem, graph, stop_reason, say,
+                                     on_change or (lambda: None))
             if cfg.learn:
                 self._learn(graph, outcome, fingerprint)
         finally:
@@ -341,21 +340,19 @@ class Run:
             self.store.add_event(self.id, "fingerprint_changed", {"keys": changed})
         self.store.update_fingerprint(self.id, current)
 
-    def _finalize(self, executor, problem, graph: SearchGraph, stop_reason: str) -> dict[str, Any]:
-        finalists = graph.ranked()[: self.config.final_top_k]
-        options = self._options(self.config.final_timing)
+    def _finalize(self, executor, problem, graph: SearchGraph, stop_reason: str, say,
+                  notify) -> dict[str, Any]:
+        from kernelevolve.run_final import FinalProgress, finalists_of, remeasure
+
+        finalists = finalists_of(self, graph.ranked()[: self.config.final_top_k])
         remeasured = []
-        for node in finalists:
-            candidate = self._candidate(node.id, self.store.source(self.id, node.id))
-            try:
-                result = asyncio.run(executor.evaluate(problem, candidate, options))
-            except InfraError as exc:  # nothing measured it: no verdict, not a rejection
-                self.store.add_event(self.id, "final_measurement_failed",
-                                     {"node_id": node.id, "reason": str(exc)})
-                continue
-            self.store.add_event(self.id, "final_measurement", {"node_id": node.id,
-                                                                "result": result.to_dict()})
-            remeasured.append((node.id, result))
+        if finalists:  # nothing accepted: no phase to announce
+            say("re-measuring the finalists")
+            remeasured = remeasure(self, executor, problem, FinalProgress(finalists),
+                                   self._options(self.config.final_timing),
+                                   lambda nid: self._candidate(nid, self.store.source(self.id,
+                                                                                      nid)),
+                                   notify)
         outcome = decide(remeasured, stop_reason, self.config.baseline)
         outcome["safe"] = outcome["kind"] == "improved"  # best.py is written only then
         if stop_reason.startswith(STOPPED_BY_FAILURES):

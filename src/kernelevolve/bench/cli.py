@@ -233,6 +233,9 @@ def _run(camp: Any, workspace: Path, flags: dict[str, Any], total_time: float | 
             what = f"drafting ({language})" if drafting else f"searching (run {row['run_id']})"
             err_console.print(f"[{i}/{total}] {row['problem']}: {what}", highlight=False,
                               soft_wrap=True, markup=False)
+        elif event.startswith("progress "):  # evaluations, finalists (runner.RowProgress)
+            err_console.print(f"[{i}/{total}] {row['problem']}: {event[9:]}", highlight=False,
+                              soft_wrap=True, markup=False)
         elif event in ("done", "skipped", "failed"):
             what = _done_text(row, drafting) if event == "done" else \
                 f"{event}: {row.get('reason')}"

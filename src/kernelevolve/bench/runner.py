@@ -59,7 +59,8 @@ def run_campaign(camp: Campaign, workspace: Path, flags: dict[str, Any], *,
         note("start", row)
         if run.status != "completed":
             try:
-                run.execute(on_status=lambda phase, r=row: note(f"phase {phase}", r))
+                run.execute(on_status=lambda phase, r=row: note(f"phase {phase}", r),
+                            on_change=RowProgress(run, row, note))
             except ExecutorError:
                 raise  # the evaluation backend gave out: stop; the row resumes next time
             except KernelevolveError as exc:
@@ -95,3 +96,28 @@ def _row(run: Any) -> dict[str, Any]:
             "speedup_compile": delivered / factor if delivered and factor else None,
             "evals": store.eval_count(run.id), "funnel": store.funnel(run.id),
             "wall_s": rec.elapsed_s, "reason": None if correct else outcome.get("message")}
+
+
+class RowProgress:
+    """A search's progress as row notes, "progress TEXT": each evaluation's count and each
+    finalist of the final re-measurement (run_final.py), so a bench or tune-model log is not
+    silent for the minutes one problem takes."""
+
+    def __init__(self, run: Any, row: dict[str, Any], note: Callable[[str, dict[str, Any]], None]):
+        self.run, self.row, self.note = run, row, note
+        self._evals: int | None = None  # what a resumed run had evaluated is not news
+        self._finalist = 0
+
+    def __call__(self) -> None:
+        graph = getattr(self.run, "live_graph", None)
+        if graph is not None:
+            done = len(graph.evaluated())
+            if self._evals is not None and done > self._evals:
+                budget = self.run.config.budgets.max_evals
+                self.note(f"progress {done}{f'/{budget}' if budget else ''} evaluations done",
+                          self.row)
+            self._evals = done
+        final = getattr(self.run, "live_final", None)
+        if final is not None and final.k > self._finalist and final.current is not None:
+            self._finalist = final.k
+            self.note(f"progress {final.line()}", self.row)

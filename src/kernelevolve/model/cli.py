@@ -167,6 +167,8 @@ def _row_note(event: str, row: dict) -> None:
     if event == "start":
         _say(f"{row['problem']}: searching (run {row.get('run_id')}, "
              f"{row.get('max_evals')} evaluations)")
+    elif event.startswith("progress "):  # evaluations, finalists (bench/runner.RowProgress)
+        _say(f"{row['problem']}: {event[9:]}")
     elif event in ("done", "failed", "skipped"):
         from kernelevolve.harness.protocol.text import inline
 

@@ -139,12 +139,21 @@ def _header(s: RunSummary) -> str:
             f' · started {esc(_fmt_created(s.created))}</div>'
             f'<div class="outcome {cls}" id="outcome">{esc(message)}</div>'
             + (f'<div class="outcome failed" id="llm-failures">{esc(failures)}</div>'
-               if failures else "") +
+               if failures else "")
+            + _compile_comparison(s) +
             f'<div class="stats">{cards}</div>'
             + "".join(f'<p class="{"warn" if n.startswith("warning") else "muted"}">'
                       f'{esc(n)}</p>' for n in measurement_notes(s))
             + (f'<p class="muted" id="llm-calls">{esc(calls)}</p>' if calls else "")
             + f'<p class="muted">stop reason: {esc(s.stop_reason or "–")}</p></header>')
+
+
+def _compile_comparison(s: RunSummary) -> str:
+    """The outcome over torch.compile, as `show` and `optimize` say it: once, when timed."""
+    from kernelevolve.report.compile_compare import compile_line
+
+    compared = compile_line(s.compile_comparison)
+    return f'<p id="compile-comparison">{esc(compared)}</p>' if compared else ""
 
 
 def _section(title: str, body: str, sid: str, note: str = "") -> str:

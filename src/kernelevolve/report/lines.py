@@ -8,6 +8,7 @@ printed nothing for minutes, then one frame. `LineProgress` has the live view's 
     [  4/30] node 6 llm (from 4): rejected at correctness: case 'small': max abs error 3.1e-02
     llm: call failed (2 in a row): HTTP 401: invalid api key
     phase: re-measuring the finalists
+    finalist 1/3: node 5 (tune, 1.456x search-time) · about 40-90 s left
 
 `json_lines=True` writes the same events as one JSON object per line, for machines; `quiet`
 prints nothing (the caller still prints the outcome).
@@ -26,6 +27,7 @@ class LineProgress:
         self.stream = stream or sys.stdout
         self._seen: set[int] = set()
         self._llm_errors: int | None = None
+        self._finalist = 0  # the last finalist whose start was told
 
     def __enter__(self) -> "LineProgress":
         return self
@@ -56,6 +58,7 @@ class LineProgress:
             if node.id not in self._seen:
                 self._seen.add(node.id)
                 self._evaluation(node, graph, budget)
+        self._final_lines()
 
     def _evaluation(self, node: Any, graph: Any, budget: int | None) -> None:
         from kernelevolve.run_hooks import first_line
@@ -76,6 +79,14 @@ class LineProgress:
         best_text = _best_text(best)
         self.emit(data, f"{count} node {node.id} {node.operator} (from {parents}): {verdict} · "
                         f"{best_text}")
+
+    def _final_lines(self) -> None:
+        """One line per finalist as its re-measurement starts: what, and about how long is left
+        (run_final.py)."""
+        final = getattr(self.run, "live_final", None)
+        if final is not None and final.k > self._finalist and final.current is not None:
+            self._finalist = final.k
+            self.emit(final.event(), final.line())
 
     def _llm_lines(self) -> None:
         now = (getattr(self.run, "live_events", None) or {}).get("llm_error", 0)

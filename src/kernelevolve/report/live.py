@@ -70,7 +70,8 @@ class LiveView:
             if loud.get("generation_failure"):
                 parts.append(f"{loud['generation_failure']} replies without usable code")
             table.add_row(Text("LLM", style="bold red"), Text("; ".join(parts), style="red"))
-        return Group(head, table)
+        final = getattr(self.run, "live_final", None)
+        return Group(head, table, FinalBar(final)) if final is not None else Group(head, table)
 
     def _best_text(self, best: Any) -> str:
         """The lower bound during the search, the re-measured figure once finished
@@ -81,3 +82,34 @@ class LiveView:
             return "-"
         text = run_best_text(self.run, best, self.status, f", {best.operator}")
         return text if self.status == "finished" else text + "; finalists re-measured at the end"
+
+
+class FinalBar:
+    """The final re-measurement under the panel: a bar over the estimated time, which finalist
+    (node, operator, search-time figure, k of K) and about how long is left (run_final.py).
+    Rendered afresh at each of the panel's refreshes, so the time left counts down."""
+
+    def __init__(self, final: Any):
+        self.final = final
+
+    def __rich__(self) -> Table:
+        from rich.progress_bar import ProgressBar
+
+        now = time.monotonic()
+        final = self.final
+        left = final.left(now)
+        done = sum(final.walls)
+        spent = now - final.started if final.started is not None and final.ended < final.k \
+            else 0.0
+        if left is None:  # no estimate: the share of finalists ended
+            total, completed = float(len(final.finalists)), float(final.ended)
+        else:
+            total = done + spent + (left[0] + left[1]) / 2
+            completed = done + spent
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim")
+        grid.add_column(width=30)
+        grid.add_column()
+        grid.add_row("re-measuring", ProgressBar(total=max(total, 1e-6), completed=completed),
+                     final.line(now) or "starting")
+        return grid

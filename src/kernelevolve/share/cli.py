@@ -60,8 +60,12 @@ def verify_cmd(folder: Path = typer.Argument(..., metavar="DIR",
     recorded figure. Exit 0 passed, 1 refused, 2 not an exported kernel."""
     from kernelevolve.share.verify import verify
 
-    with _user_errors():
-        report = verify(folder)
+    from kernelevolve.cli_errors import err_console
+    from kernelevolve.report.steps import Steps
+
+    with _user_errors(), Steps(err_console, "checking the files and the machine",
+                               prefix="verify: ", quiet=as_json) as steps:
+        report = verify(folder, progress=steps.update)
     if as_json:
         _echo_json(report)
     else:

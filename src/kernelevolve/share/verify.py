@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from kernelevolve.share import layout, variant
 from kernelevolve.share.layout import ShareError
@@ -41,8 +41,10 @@ def default_timing() -> Any:
     return TimingPolicy(min_reps=10, min_time_s=0.2, max_time_s=2.0, tight=1.5)
 
 
-def verify(root: Path, *, timing: Any = None, sandbox: str | None = None) -> dict[str, Any]:
-    """The report: ok, the checks run (name, ok, why), the build used, the figures."""
+def verify(root: Path, *, timing: Any = None, sandbox: str | None = None,
+           progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The report: ok, the checks run (name, ok, why), the build used, the figures.
+    `progress` hears when the slow part, the gates in a sandboxed worker, starts."""
     root = Path(root)
     found = layout.builds(root)
     if not found:
@@ -58,6 +60,8 @@ def verify(root: Path, *, timing: Any = None, sandbox: str | None = None) -> dic
     report["kernel"] = f"{entry.get('name')} v{entry.get('version')}"
     if not _files(build, entry, report) or not _machine(entry, report):
         return report
+    if progress is not None:
+        progress("running the full gates and the timing in a sandboxed worker")
     result = _gates(build, entry, report, timing, sandbox)
     if result is None:
         return report
