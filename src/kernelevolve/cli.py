@@ -95,10 +95,8 @@ def eval_cmd(
     timing_cap: float = EVAL_TIMING_CAP,
 ) -> None:
     """Evaluate CANDIDATE against PROBLEM: exit 0 accepted, 1 rejected, 2 bad input."""
-    from kernelevolve.candidate_file import read_candidate
     from kernelevolve.harness.driver.evaluate import EvalOptions, Evaluator
     from kernelevolve.harness.gates.integrity import IntegrityPolicy
-    from kernelevolve.problem import load_problem
     from kernelevolve.report.table import print_result
     from kernelevolve.report.timing_notes import eval_timing, print_eval_notes
 
@@ -109,18 +107,7 @@ def eval_cmd(
                                                         strict=strict),
                               timing=eval_timing(timing_cap))
         options.validate()
-        cand = read_candidate(candidate)  # checked and read here, once
-        prob = load_problem(problem)
-        from kernelevolve.upfront import check_memory, static_report
-
-        if static_report(cand.source, cand.name, platform).ok:  # else rejected with no worker
-            check_memory(prob.path)  # before any worker starts, as `optimize` and `bench` do
-        if stage_timeout is not None and not stage_timeout > 0:
-            raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
-                                    "number of seconds")
-        from kernelevolve.harness.driver.pool import Limits
-
-        limits = Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
+        cand, prob, limits = _eval_inputs(problem, candidate, platform, stage_timeout)
         from kernelevolve.report.steps import Steps
 
         # a spinner on a terminal, a line per stage in a log (no worker until static passes)
@@ -141,6 +128,24 @@ def eval_cmd(
         if json_path:
             json_path.write_text(json.dumps(result.to_dict(), indent=2))
     raise typer.Exit(0 if result.accepted else 1)
+
+
+def _eval_inputs(problem: Path, candidate: Path, platform: str, stage_timeout: Optional[float]):
+    """`eval`'s checks before any worker: candidate, problem, memory (only for a candidate
+    the static gate passes: a rejection starts no worker), stage limit."""
+    from kernelevolve.candidate_file import read_candidate
+    from kernelevolve.harness.driver.pool import Limits
+    from kernelevolve.problem import load_problem
+    from kernelevolve.upfront import check_memory, static_report
+
+    cand = read_candidate(candidate)  # checked and read here, once
+    prob = load_problem(problem)
+    if static_report(cand.source, cand.name, platform).ok:
+        check_memory(prob.path)  # before any worker starts, as `optimize` and `bench` do
+    if stage_timeout is not None and not stage_timeout > 0:
+        raise KernelevolveError(f"--stage-timeout {stage_timeout}: must be a positive "
+                                "number of seconds")
+    return cand, prob, Limits(stage_timeout_s=stage_timeout) if stage_timeout else None
 
 
 @app.command("optimize")
