@@ -53,6 +53,35 @@ def evaluator():
     ev.close()
 
 
+@pytest.fixture(scope="session")
+def rmsnorm_run(tmp_path_factory):
+    """(workspace, run id, problem path): one real search (the synthesizer on a copy of
+    problems/registry_rmsnorm.py, one evaluation) that test_registry*.py and test_share.py
+    promote from, each into registries of their own. Searched once per session, across xdist
+    workers too: the first to take the lock in the session's shared temp folder searches, the
+    others read its run. Nobody edits the copy (a test that needs a changed problem copies it)."""
+    import fcntl
+    import json
+
+    import kernelevolve
+
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+    root = shared / "rmsnorm_run"
+    with open(shared / "rmsnorm_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = root / "run.json"
+        if not done.exists():
+            root.mkdir(exist_ok=True)
+            problem = root / "rmsnorm.py"
+            problem.write_text((PROBLEMS / "registry_rmsnorm.py").read_text())
+            run = kernelevolve.optimize(str(problem), workspace=root / "ws", max_evals=1,
+                                        operators=["synth"])
+            done.write_text(json.dumps({"run": run.id}))
+        run_id = json.loads(done.read_text())["run"]
+    return root / "ws", run_id, root / "rmsnorm.py"
+
+
 # Where the secret-file attacks (tests/corpus/bad_secret_file_*.py) look for a project's `.env`:
 # the driver's current folder, the problem's own folder, and a folder under /opt. The names are
 # fixed so that a candidate can find them; the value is new every session and must never appear
@@ -125,6 +154,8 @@ HEAVY_FIXTURES = {
     "evaluator",
     # module-scoped fixtures that run real CLI evaluations and searches, shared by their tests
     "full_runs", "usage_runs", "first_run", "evals", "wire", "searched",
+    # session-scoped: one real search shared across files (and xdist workers)
+    "rmsnorm_run",
 }
 
 
