@@ -53,6 +53,35 @@ def evaluator():
     ev.close()
 
 
+@pytest.fixture(scope="session")
+def rmsnorm_run(tmp_path_factory):
+    """(workspace, run id, problem path): one real search (the synthesizer on a copy of
+    problems/registry_rmsnorm.py, one evaluation) that test_registry*.py and test_share.py
+    promote from, each into registries of their own. Searched once per session, across xdist
+    workers too: the first to take the lock in the session's shared temp folder searches, the
+    others read its run. Nobody edits the copy (a test that needs a changed problem copies it)."""
+    import fcntl
+    import json
+
+    import kernelevolve
+
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+    root = shared / "rmsnorm_run"
+    with open(shared / "rmsnorm_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = root / "run.json"
+        if not done.exists():
+            root.mkdir(exist_ok=True)
+            problem = root / "rmsnorm.py"
+            problem.write_text((PROBLEMS / "registry_rmsnorm.py").read_text())
+            run = kernelevolve.optimize(str(problem), workspace=root / "ws", max_evals=1,
+                                        operators=["synth"])
+            done.write_text(json.dumps({"run": run.id}))
+        run_id = json.loads(done.read_text())["run"]
+    return root / "ws", run_id, root / "rmsnorm.py"
+
+
 # Where the secret-file attacks (tests/corpus/bad_secret_file_*.py) look for a project's `.env`:
 # the driver's current folder, the problem's own folder, and a folder under /opt. The names are
 # fixed so that a candidate can find them; the value is new every session and must never appear
@@ -125,6 +154,8 @@ HEAVY_FIXTURES = {
     "evaluator",
     # module-scoped fixtures that run real CLI evaluations and searches, shared by their tests
     "full_runs", "usage_runs", "first_run", "evals", "wire", "searched",
+    # session-scoped: one real search shared across files (and xdist workers)
+    "rmsnorm_run",
 }
 
 
@@ -135,16 +166,16 @@ HEAVY_FIXTURES = {
 # last and one worker idled for its tail. Unlisted files keep their order after these. A hint
 # only: a stale figure costs balance, never a test.
 FILE_SECONDS = {
-    "test_corpus": 267, "test_synth_drafts": 87, "test_ray_executor": 73, "test_optimize": 71,
+    "test_corpus": 240, "test_synth_drafts": 87, "test_ray_executor": 73, "test_optimize": 71,
     "test_measure": 67, "test_model_tune": 64, "test_run_feedback": 63, "test_agent": 62,
-    "test_plugins": 59, "test_prompt_context": 54, "test_registry": 54, "test_synth_ops": 52,
-    "test_share": 52,
+    "test_plugins": 59, "test_prompt_context": 54, "test_synth_ops": 52, "test_share": 45,
+    "test_registry_ops": 45,  # test_registry.py's 54 s, split (its first file searches: ~20 s)
     "test_llm_operator": 50, "test_resume": 45, "test_containment": 44,
     "test_containment_jobs": 36, "test_containment_runs": 32, "test_aten_suite": 30,
     "test_candidate_text": 28, "test_synth_fuzz": 28, "test_synth": 25, "test_bench": 25,
     "test_synth_argscan": 24, "test_cli": 23, "test_examples": 21, "test_sandbox": 18,
     "test_timing_stats": 17, "test_triton_guard": 16, "test_llm_calls": 16,
-    "test_synth_capture": 15,
+    "test_synth_capture": 15, "test_registry": 20,
 }
 
 

@@ -4,6 +4,12 @@ Layers are proven one at a time: `runtime` turns the static rules off, `native` 
 compiled-library inspection (only the syscall filter and the sandbox stand), `contained` also
 the syscall filter (only the sandbox's mounts and namespaces, Landlock and the driver's
 robustness stand). After every run, nothing an escape attempt tried to leave may exist.
+
+An entry headed `# timing: short` is timed to the minimums (TimingPolicy's `tight` off): its
+verdicts, every layer's, are decided by the gates, the sandbox or the filter, never by how long
+its timing runs (on a busy machine the evaluator's policy times each case on, up to 1 s, to
+narrow an interval no assertion reads). Entries that attack the timing, count calls or act on
+the outputs of timed calls keep the evaluator's policy.
 """
 from __future__ import annotations
 
@@ -17,9 +23,10 @@ import pytest
 
 from conftest import CORPUS, example
 from kernelevolve import knobs
+from kernelevolve.harness.protocol.timing import TimingPolicy
 
 _HEADER = re.compile(r"^# (problem|expect|reason|runtime|runtime_reason|native|native_reason|"
-                     r"contained|contained_reason|arch): (.*)$")
+                     r"contained|contained_reason|arch|timing): (.*)$")
 _LAYERS = {"runtime": dict(static_rules=False),
            "native": dict(static_rules=False, inspect_libraries=False),
            "contained": dict(static_rules=False, inspect_libraries=False, syscall_filter=False)}
@@ -37,6 +44,7 @@ def header(path: Path) -> dict[str, str]:
 
 
 CANDIDATES = sorted(p for p in CORPUS.glob("*.py"))
+SHORT = TimingPolicy(min_reps=5, min_time_s=0.05, max_time_s=0.5, tight=None)
 
 
 def problem_path(value: str) -> Path:
@@ -69,12 +77,15 @@ def test_corpus_candidate(evaluator, planted_secrets, path):
     fields = header(path)
     if fields.get("arch", platform.machine()) != platform.machine():
         pytest.skip(f"{path.name} is written for {fields['arch']}")
-    result = evaluator.evaluate(problem_path(fields["problem"]), path)
+    base = evaluator.options
+    if fields.get("timing") == "short":
+        base = replace(base, timing=SHORT)
+    result = evaluator.evaluate(problem_path(fields["problem"]), path, options=base)
     _check(result, fields["expect"], fields.get("reason"), path.name, planted_secrets)
     for layer, off in _LAYERS.items():
         if layer not in fields:
             continue
-        opts = replace(evaluator.options, **off)
+        opts = replace(base, **off)
         result = evaluator.evaluate(problem_path(fields["problem"]), path, options=opts)
         _check(result, fields[layer], fields.get(f"{layer}_reason"), f"{path.name} ({layer})",
                planted_secrets)

@@ -2,8 +2,9 @@
 kernelize it with the real kernels package (offline), gate it with `verify`, import it into
 another registry and serve it.
 
-One real search (the synthesizer on a small RMSNorm, one evaluation), promoted and exported
-once, feeds every slow test; each test that changes the export works on a copy.
+One real search (the synthesizer on a small RMSNorm, one evaluation; conftest.py's
+`rmsnorm_run`, shared with test_registry*.py), promoted and exported once, feeds every slow
+test; each test that changes the export works on a copy.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import PROBLEMS, run_cli
+from conftest import run_cli
 from kernelevolve.harness.protocol.timing import TimingPolicy
 from kernelevolve.problem import import_module
 from kernelevolve.registry import Registry, patching
@@ -42,17 +43,13 @@ LAYER = "Rmsnorm"
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """(registry folder, export folder, problem path)."""
-    import kernelevolve
-
+def exported(tmp_path_factory, rmsnorm_run):
+    """(registry folder, export folder, problem path), from the session's one search
+    (conftest.py's `rmsnorm_run`, shared with test_registry*.py)."""
+    ws, run_id, problem = rmsnorm_run
     root = tmp_path_factory.mktemp("share")
-    problem = root / "rmsnorm.py"
-    shutil.copy(PROBLEMS / "registry_rmsnorm.py", problem)
-    run = kernelevolve.optimize(str(problem), workspace=root / "ws", max_evals=1,
-                                operators=["synth"])
-    with Store.open(root / "ws") as store, Registry.open(root / "registry") as reg:
-        promote(store, reg, run.id, state="default", force=True, who="test")
+    with Store.open(ws) as store, Registry.open(root / "registry") as reg:
+        promote(store, reg, run_id, state="default", force=True, who="test")
         export(reg, "rmsnorm", root / "export")
     return root / "registry", root / "export", problem
 

@@ -4,6 +4,8 @@ refuses; no run is created for a search that cannot start; `last` skips a run th
 nothing. All in-process (CliRunner), with real SQLite stores."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from typer.testing import CliRunner
 
@@ -111,3 +113,35 @@ def test_last_skips_a_run_that_evaluated_nothing(tmp_path):
     assert f"`last` is {done.id}" in listed.output, listed.output
     promoted = runner.invoke(app, ["promote", "last", "--workspace", str(ws)])
     assert promoted.exit_code == 2 and f"run {done.id} " in promoted.output, promoted.output
+
+
+def test_the_memory_estimate_is_kept_per_problem_source(private_cache, tmp_path):
+    """A problem estimated once is not estimated again: a later process reads the kept figures
+    without importing sympy (the ~1.5 s every `eval` and `optimize` paid); an edited problem
+    is estimated afresh, and a kept entry that is not an estimate is rebuilt, never trusted."""
+    import json
+    import subprocess
+    import sys
+
+    from kernelevolve.memory_estimate import too_big
+
+    problem = tmp_path / "problem.py"
+    problem.write_text(PROBLEM.read_text())
+    assert too_big(problem) is None
+    kept = sorted((private_cache / "memory_estimates").glob("*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["case"] == "32x1000"
+    # ... nor does the comparison every evaluation reaching integrity makes of a mismatch
+    probe = ("import sys, torch; from kernelevolve.memory_estimate import too_big\n"
+             "from kernelevolve.harness.gates.compare import compare_outputs\n"
+             "a = torch.zeros(2, 3, 4); b = a.clone(); b[1, 2, 3] = 1\n"
+             "print(compare_outputs([a], [b]).mismatch.split(':')[0])\n"
+             f"print(too_big({str(problem)!r}), 'sympy' in sys.modules)")
+    env = {**os.environ, "KERNELEVOLVE_CACHE_DIR": str(private_cache)}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert out.stdout.splitlines() == ["first mismatch at [1, 2, 3]", "None False"], \
+        out.stdout + out.stderr
+    kept[0].write_text('{"bytes": "lots"}')
+    assert too_big(problem) is None and json.loads(kept[0].read_text())["bytes"] > 0
+    problem.write_text(PROBLEM.read_text() + "\n# edited\n")
+    assert too_big(problem, available=1) is not None  # fresh figures, and a fresh MemAvailable
+    assert len(list((private_cache / "memory_estimates").glob("*.json"))) == 2

@@ -9,9 +9,17 @@ reference's outputs while the candidate makes its own), plus the inputs and weig
 as well, so a problem whose reference makes a huge intermediate from small inputs is skipped
 with the figure instead of failing out of memory. A problem whose factory cannot run on meta (it
 names a device, or calls `.numpy()`) is not estimated and simply runs.
+
+An estimate is kept under the compile cache (`knobs.cache_dir()`), keyed by the problem file's
+bytes, torch's version and this estimator's own code: running the factories on meta imports
+sympy through torch (about 1.5 s), which every `eval` and `optimize` process paid again for the
+same problem. MemAvailable is read fresh each time; only the problem's figures are kept.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,9 +90,62 @@ def _need(size: int, peak: int) -> int:
     return max(size * FACTOR, size + 2 * peak)
 
 
+def _cache_path(problem_path: str | Path) -> Path | None:
+    """Where the estimate of this problem file's bytes is kept (None: the file is unreadable,
+    the estimate then reports why)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from kernelevolve import knobs
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = "none"
+    digest = hashlib.sha256(torch_version.encode())
+    try:
+        digest.update(Path(problem_path).read_bytes())
+        for code in (__file__, sys.modules[forward_peak.__module__].__file__):
+            digest.update(Path(code).read_bytes())
+    except OSError:
+        return None
+    return knobs.cache_dir() / "memory_estimates" / f"{digest.hexdigest()}.json"
+
+
+def _kept(path: Path) -> dict[str, Any] | None:
+    """A kept estimate, or None when there is none or it is not one (rebuilt then)."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(found, dict) and set(found) == {"bytes", "case", "peak"}
+          and all(type(found[k]) is int and found[k] >= 0 for k in ("bytes", "peak"))
+          and isinstance(found["case"], (str, type(None))))
+    return found if ok else None
+
+
+def cached_estimate(problem_path: str | Path) -> dict[str, Any]:
+    """estimate(), from the cache when this problem file was estimated before. An "unknown" is
+    not kept: the problem's own error is reported fresh by the run."""
+    path = _cache_path(problem_path)
+    found = _kept(path) if path is not None else None
+    if found is not None:
+        return found
+    found = estimate(problem_path)
+    if path is not None and "unknown" not in found:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(f"{path.name}.{os.getpid()}.part")
+            part.write_text(json.dumps({"bytes": found["bytes"], "case": found["case"],
+                                        "peak": found.get("peak", 0)}))
+            os.replace(part, path)
+        except OSError:
+            pass  # a read-only cache costs the estimate's time, nothing else
+    return found
+
+
 def too_big(problem_path: str | Path, available: int | None = None) -> str | None:
     """A one-line reason to skip the problem, or None when it fits (or cannot be estimated)."""
-    found = estimate(problem_path)
+    found = cached_estimate(problem_path)
     avail = available_bytes() if available is None else available
     if "unknown" in found or avail is None:
         return None

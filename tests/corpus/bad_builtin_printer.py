@@ -2,6 +2,7 @@
 # expect: static
 # reason: `license` is not allowed
 # runtime: accepted
+# timing: short
 """A correct C++ row softmax that reads files through the interactive helpers `site` adds to
 builtins: `license`, `credits` and `copyright` are printers that read their text from a list of
 files the first time they are shown. Pointing that list at a project's `.env` (plain attribute

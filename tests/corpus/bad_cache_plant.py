@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Plants a library in the shared compile cache: at import, the C++ copies its own .so over every
 `ke_warm_omp-*.so` in any folder of the cache (the harness's OpenMP warm-up, which every later check and measure
 job loads before the candidate). The planted copy's constructor, when it runs under the warm-up's

@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted|load|run
+# timing: short
 """C++ calling the Python C API: the kernel library declares `PyGILState_Ensure` and
 `PyRun_SimpleString` itself (the static gate never reads C++ strings) and runs Python inside the
 worker: here `os.system`, which starts a shell that leaves `kernelevolve_escape_bad_capi_cpp` in

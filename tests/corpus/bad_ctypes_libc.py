@@ -2,6 +2,7 @@
 # expect: static
 # reason: ctypes may only describe argument types
 # runtime: accepted
+# timing: short
 """Loads libc with ctypes.CDLL (outside load_cpp, so outside launch accounting) and calls
 getpid and memcpy directly; the same door reaches any libc function (kill, ptrace, mprotect).
 Here it only copies the C++ kernel's result, so at runtime it is a correct, contained kernel."""

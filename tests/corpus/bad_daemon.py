@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Double-forks and `setsid`s a daemon (named `ke_daemon`) at import: it leaves the job's process
 group and session, so killing the group misses it, and it lives on after its job ends (until the
 pool closes), free to watch or disturb the evaluations that follow. The kernel is a correct

@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Runs a program from C++ with `system()`: a shell that leaves `kernelevolve_escape_bad_exec_cpp`
 in the cache root (any program could run the same way, with the worker's privileges). The
 kernel is a correct softmax.

@@ -4,6 +4,7 @@
 # runtime: run
 # runtime_reason: syscall filter
 # contained: accepted
+# timing: short
 """On its first forward, writes a marker file to /tmp/kernelevolve_escape_bad_fs_escape.txt and
 ~/kernelevolve_escape_bad_fs_escape.txt (persisting data or code outside its scratch directory),
 swallowing errors. With the static rules off, the syscall filter kills it at the open; with the

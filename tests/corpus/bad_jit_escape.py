@@ -4,6 +4,7 @@
 # native: load
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Mentions torch.compile to be evaluated under the "jit" profile (programs, processes and file
 writes allowed for an in-process compiler), then tries what that might open up: a shell that
 writes `kernelevolve_escape_bad_jit_escape` into the cache root, a file written straight into

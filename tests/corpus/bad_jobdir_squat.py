@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Squats the next job directories: the C++ reads its working directory (`.../job7`), guesses the
 counter-named directories the driver will create next and makes `job8` ... `job207` first, so the
 driver's next `mkdir` raises FileExistsError: the run ends with a traceback, and `resume` dies the

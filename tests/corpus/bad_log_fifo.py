@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Replaces its job's `stderr.log` with a FIFO: a driver that opens the job's log by path blocks
 forever waiting for a writer, and the whole run hangs. The kernel is a correct softmax.
 Stopped by: library inspection (mkfifo, unlink), the syscall filter (no file creation), and a

@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Replaces its job's `stdout.log` with a symlink to `/proc/self/environ` and `stderr.log` with one
 to `~/.netrc`: a driver that reads the job's log files by path, outside the sandbox, reads its
 own environment (API keys included) and the user's credentials into `result.logs`, the JSON, the

@@ -4,6 +4,7 @@
 # runtime: load|run
 # runtime_reason: syscall filter
 # contained: accepted
+# timing: short
 """Tries to send data to a server on 127.0.0.1:PORT at import and on the first forward (to
 exfiltrate inputs, or fetch a precomputed answer), swallowing errors so it stays a correct
 kernel otherwise. With the static rules off, the syscall filter kills it at `socket`; with the

@@ -2,6 +2,7 @@
 # expect: static
 # reason: reaching traceback through torch.cuda
 # runtime: accepted
+# timing: short
 """A correct C++ row softmax that reads files with a standard-library module it may not import,
 reached as an attribute of an allowed one: torch.cuda imports `traceback`, and
 `torch.cuda.traceback.FrameSummary(path, 1, "x").line` returns the first line of any file

@@ -5,6 +5,7 @@
 # runtime_reason: file system
 # native: accepted
 # contained: accepted
+# timing: short
 """Reads a project's secrets from C++: `fopen` and `open` of the driver's current folder's
 `.env` (the repo root, found from where `kernelevolve` was imported), the problem folder's
 `.env` and /opt/kernelevolve_corpus_secret/.env, paths handed over from Python, and raises with

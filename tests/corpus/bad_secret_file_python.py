@@ -2,6 +2,7 @@
 # expect: static
 # reason: `open` is not allowed
 # runtime: accepted
+# timing: short
 """Reads a project's secrets from Python with plain file calls: the driver's current folder (the
 repo root, found from where `kernelevolve` was imported), the problem's own folder
 (tests/problems/secret_project/.env) and /opt/kernelevolve_corpus_secret/.env, plus any `.env`

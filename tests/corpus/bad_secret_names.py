@@ -3,6 +3,7 @@
 # reason: fopen
 # native: accepted
 # contained: accepted
+# timing: short
 """Reads secrets whose variable names match no scrub pattern (DATABASE_URL, *_PASS, SENTRY_DSN,
 SLACK_WEBHOOK_URL, a made-up name) with `getenv`, and dumps `/proc/self/environ` and
 `/proc/1/environ` too, printing all of it: what a worker prints travels back as the result's

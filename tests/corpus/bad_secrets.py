@@ -2,6 +2,7 @@
 # expect: static
 # reason: environment
 # runtime: accepted
+# timing: short
 """Reads API keys from the environment and leaks their length through the output, nudging one
 element by len(key) * 1e-9 (far below the tolerance, but visible in the reported max abs error).
 Accepted at runtime only because it is contained: the worker's environment has no secrets, so

@@ -4,6 +4,7 @@
 # native: load|run
 # native_reason: syscall filter
 # contained: accepted
+# timing: short
 """Opens sockets from C++: a unix socket bound at `kernelevolve_escape_bad_socket_cpp` in the cache
 root (a rendezvous any process on the host can connect to; a network namespace does not cover
 path-bound sockets) and a TCP connection attempt to 127.0.0.1:22. The kernel is a correct

@@ -2,6 +2,7 @@
 # expect: static
 # reason: torch.utils.collect_env is not allowed
 # runtime: accepted
+# timing: short
 """A correct C++ row softmax that, at import, runs a shell command through
 `torch.utils.collect_env.run` (a string handed to /bin/sh). Naming torch.compile (never called)
 puts the job under the syscall filter's `jit` profile, which lets a process start programs. The

@@ -2,6 +2,7 @@
 # expect: static
 # reason: functools.singledispatch is not allowed
 # runtime: accepted
+# timing: short
 """A correct C++ row softmax that registers an overload with `functools.singledispatch` whose
 parameter annotation is a string: `register` evaluates it (through typing.get_type_hints) as
 code, in this module's globals, at import. The string execs a program that finds the project

@@ -2,6 +2,7 @@
 # expect: static
 # reason: torch.utils.benchmark is not allowed
 # runtime: accepted
+# timing: short
 """A correct C++ row softmax that, at import, hands a Python string to
 `torch.utils.benchmark.Timer(stmt=...).timeit(1)`, which compiles and runs it: the string finds
 the project tree from the path of the installed kernelevolve package and reads the `.env` files

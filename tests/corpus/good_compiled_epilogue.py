@@ -1,5 +1,6 @@
 # problem: problems/softmax_small.py
 # expect: accepted
+# timing: short
 """A C++ kernel (row maximum, then exp(x - max)) followed by a torch.compile'd epilogue that
 normalises each row. torch.compile runs inductor inside the candidate's own process, which execs
 g++ and writes its cache even when warm: the job runs under the syscall filter's "jit" profile,

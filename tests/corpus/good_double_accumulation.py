@@ -1,5 +1,6 @@
 # problem: problems/rounding_noise.py
 # expect: accepted
+# timing: short
 """Accumulates both sums in double, so the difference it returns is about 1e-15 where the float32
 reference shows about 1e-6 of rounding noise. Every element is within tolerance of the
 reference; the anti-zeros check, which would see a norm ratio of ~0, stands aside because the

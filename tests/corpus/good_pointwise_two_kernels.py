@@ -1,5 +1,6 @@
 # problem: pointwise_chain
 # expect: accepted
+# timing: short
 """Two C++ kernels in sequence: the first computes gelu(x * scale + bias) into the output, the
 second multiplies it by sigmoid(x) in place. Less fused than one kernel, still correct and
 still entirely the candidate's own code."""

@@ -1,5 +1,6 @@
 # problem: rmsnorm
 # expect: accepted
+# timing: short
 """A legitimate partial replacement: torch still computes the mean of squares per row, and a
 C++ kernel fuses the rest (rsqrt, the two multiplies) into one pass. Its torch ops do not
 cover the reference's, and the kernel does real work, so it is not a fallback."""

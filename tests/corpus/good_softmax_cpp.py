@@ -1,5 +1,6 @@
 # problem: problems/softmax_small.py
 # expect: accepted
+# timing: short
 """A plain, correct C++ row softmax (scalar std::exp, OpenMP over rows)."""
 import ctypes
 

@@ -1,5 +1,6 @@
 # problem: problems/softmax_small.py
 # expect: accepted
+# timing: short
 """A correct Triton row softmax (several rows per program, rows and columns masked). On the CPU
 platform it runs in the Triton interpreter and is accepted without a speedup."""
 import torch

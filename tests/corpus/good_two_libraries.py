@@ -1,5 +1,6 @@
 # problem: problems/softmax_small.py
 # expect: accepted
+# timing: short
 """A candidate that builds two libraries with `load_cpp` (a row-maximum kernel and an
 exp-normalise kernel, compiled with different flags): each is built by the driver, inspected
 and loaded read-only, and both are recorded as the node's artifacts."""

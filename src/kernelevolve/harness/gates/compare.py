@@ -120,8 +120,7 @@ def _mismatch(label: str, bad: Any, r: Any, c: Any, why: str, max_abs: float,
     import torch
 
     flat = int(torch.nonzero(bad.reshape(-1))[0])
-    index = list(torch.unravel_index(torch.tensor(flat), tuple(r.shape))) if r.dim() else []
-    idx = "[" + ", ".join(str(int(i)) for i in index) + "]"
+    idx = "[" + ", ".join(str(i) for i in _unravel(flat, tuple(r.shape))) + "]"
     got, want = c.reshape(-1)[flat].item(), r.reshape(-1)[flat].item()
     count, total = int(bad.sum()), bad.numel()
     first = f"first mismatch at {idx}: expected {want:.6g}, got {got:.6g}" if isinstance(
@@ -130,6 +129,17 @@ def _mismatch(label: str, bad: Any, r: Any, c: Any, why: str, max_abs: float,
               f"({why}; max abs err {max_abs:.3g}, max rel err {max_rel:.3g} of the output's "
               f"largest |value|); {first}")
     return Comparison(False, reason, max_abs, max_rel, first)
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    """The index of element `flat` of a row-major tensor of `shape`, in plain integers:
+    torch.unravel_index's argument check imports sympy (about 1.5 s in a fresh driver, and
+    every evaluation that reaches integrity compares a mismatching output)."""
+    index = []
+    for size in reversed(shape):
+        flat, at = divmod(flat, size)
+        index.append(at)
+    return index[::-1]
 
 
 def _dt(dtype: Any) -> str:
