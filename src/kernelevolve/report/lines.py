@@ -85,8 +85,8 @@ class LineProgress:
         (run_final.py)."""
         final = getattr(self.run, "live_final", None)
         if final is not None and final.k > self._finalist and final.current is not None:
-            self._finalist = final.k
-            self.emit(final.event(), final.line())
+            self._finalist = final.k  # as of its start: a refresh may come a little later
+            self.emit(final.event(final.started), final.line(final.started))
 
     def _llm_lines(self) -> None:
         now = (getattr(self.run, "live_events", None) or {}).get("llm_error", 0)
