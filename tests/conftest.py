@@ -82,6 +82,21 @@ def rmsnorm_run(tmp_path_factory):
     return root / "ws", run_id, root / "rmsnorm.py"
 
 
+@pytest.fixture
+def searched(rmsnorm_run):
+    """`rmsnorm_run` under the name test_registry*.py use."""
+    return rmsnorm_run
+
+
+@pytest.fixture
+def reg(searched, tmp_path):
+    """A registry of this test's own holding the session search's kernel as `rmsnorm` v1,
+    default (registry_parts.promoted)."""
+    from registry_parts import promoted
+
+    yield from promoted(searched, tmp_path)
+
+
 # Where the secret-file attacks (tests/corpus/bad_secret_file_*.py) look for a project's `.env`:
 # the driver's current folder, the problem's own folder, and a folder under /opt. The names are
 # fixed so that a candidate can find them; the value is new every session and must never appear

@@ -23,18 +23,7 @@ from kernelevolve.registry import patching
 from kernelevolve.registry.promote import promote
 from kernelevolve.registry.region import Region
 from kernelevolve.store import Store
-from registry_parts import Net, add_version as _add_version, model_cls as _model_cls, promoted
-
-
-@pytest.fixture
-def searched(rmsnorm_run):
-    """(workspace, run id, problem path): the session's one search (conftest.py)."""
-    return rmsnorm_run
-
-
-@pytest.fixture
-def reg(searched, tmp_path):
-    yield from promoted(searched, tmp_path)
+from registry_parts import Net, add_version as _add_version, model_cls as _model_cls
 
 
 @pytest.mark.slow

@@ -21,18 +21,7 @@ from kernelevolve.registry import Registry, RegistryError
 from kernelevolve.registry import patching
 from kernelevolve.registry.promote import promote
 from kernelevolve.store import Store
-from registry_parts import QUICK, promoted
-
-
-@pytest.fixture
-def searched(rmsnorm_run):
-    """(workspace, run id, problem path): the session's one search (conftest.py)."""
-    return rmsnorm_run
-
-
-@pytest.fixture
-def reg(searched, tmp_path):
-    yield from promoted(searched, tmp_path)
+from registry_parts import QUICK
 
 
 @pytest.mark.slow
