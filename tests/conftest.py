@@ -17,11 +17,21 @@ PROBLEMS = Path(__file__).resolve().parent / "problems"
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # A compile cache of the session's own: corpus attacks aim at the cache, and a defence that failed
-# must not poison the user's (the driver is the only writer, candidates see it read-only).
+# must not poison the user's (the driver is the only writer, candidates see it read-only). One
+# for both xdist workers (named by the session's run id): the harness's own libraries, the
+# machine's measured figures and the kernels both workers evaluate are built once, not once per
+# worker. Concurrent drivers share a cache safely (runtime/cpp_cache.py: a lock per key, every
+# write a rename), as a user's parallel runs do.
 if "KERNELEVOLVE_CACHE_DIR" not in os.environ:
     import tempfile
 
-    os.environ["KERNELEVOLVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelevolve-test-cache-")
+    _session = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+    if _session.isalnum():
+        _cache = Path(tempfile.gettempdir()) / f"kernelevolve-test-cache-{_session}"
+        _cache.mkdir(mode=0o700, exist_ok=True)
+        os.environ["KERNELEVOLVE_CACHE_DIR"] = str(_cache)
+    else:
+        os.environ["KERNELEVOLVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelevolve-test-cache-")
 
 # Quick timing budgets for every run the tests start (optimize, bench, tune-model read
 # KERNELEVOLVE_CONFIG when no --config is given): the default final re-measurement alone (30 reps,
