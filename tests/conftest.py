@@ -17,11 +17,21 @@ PROBLEMS = Path(__file__).resolve().parent / "problems"
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # A compile cache of the session's own: corpus attacks aim at the cache, and a defence that failed
-# must not poison the user's (the driver is the only writer, candidates see it read-only).
+# must not poison the user's (the driver is the only writer, candidates see it read-only). One
+# for both xdist workers (named by the session's run id): the harness's own libraries, the
+# machine's measured figures and the kernels both workers evaluate are built once, not once per
+# worker. Concurrent drivers share a cache safely (runtime/cpp_cache.py: a lock per key, every
+# write a rename), as a user's parallel runs do.
 if "KERNELEVOLVE_CACHE_DIR" not in os.environ:
     import tempfile
 
-    os.environ["KERNELEVOLVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelevolve-test-cache-")
+    _session = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+    if _session.isalnum():
+        _cache = Path(tempfile.gettempdir()) / f"kernelevolve-test-cache-{_session}"
+        _cache.mkdir(mode=0o700, exist_ok=True)
+        os.environ["KERNELEVOLVE_CACHE_DIR"] = str(_cache)
+    else:
+        os.environ["KERNELEVOLVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelevolve-test-cache-")
 
 # Quick timing budgets for every run the tests start (optimize, bench, tune-model read
 # KERNELEVOLVE_CONFIG when no --config is given): the default final re-measurement alone (30 reps,
@@ -53,33 +63,69 @@ def evaluator():
     ev.close()
 
 
+def _once_per_session(tmp_path_factory, name: str, build) -> dict:
+    """What `build(root)` returns (a JSON-able dict), built once per session across xdist
+    workers too: the first to take the lock in the session's shared temp folder builds it in
+    `root`, the others read what it wrote."""
+    import fcntl
+    import json
+
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+    root = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = root / "run.json"
+        if not done.exists():
+            root.mkdir(exist_ok=True)
+            done.write_text(json.dumps(build(root)))
+        return json.loads(done.read_text())
+
+
 @pytest.fixture(scope="session")
 def rmsnorm_run(tmp_path_factory):
     """(workspace, run id, problem path): one real search (the synthesizer on a copy of
     problems/registry_rmsnorm.py, one evaluation) that test_registry*.py and test_share.py
     promote from, each into registries of their own. Searched once per session, across xdist
-    workers too: the first to take the lock in the session's shared temp folder searches, the
-    others read its run. Nobody edits the copy (a test that needs a changed problem copies it)."""
-    import fcntl
-    import json
-
+    workers too. Nobody edits the copy (a test that needs a changed problem copies it)."""
     import kernelevolve
 
-    shared = tmp_path_factory.getbasetemp()
-    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
-    root = shared / "rmsnorm_run"
-    with open(shared / "rmsnorm_run.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        done = root / "run.json"
-        if not done.exists():
-            root.mkdir(exist_ok=True)
-            problem = root / "rmsnorm.py"
-            problem.write_text((PROBLEMS / "registry_rmsnorm.py").read_text())
-            run = kernelevolve.optimize(str(problem), workspace=root / "ws", max_evals=1,
-                                        operators=["synth"])
-            done.write_text(json.dumps({"run": run.id}))
-        run_id = json.loads(done.read_text())["run"]
-    return root / "ws", run_id, root / "rmsnorm.py"
+    def build(root: Path) -> dict:
+        problem = root / "rmsnorm.py"
+        problem.write_text((PROBLEMS / "registry_rmsnorm.py").read_text())
+        run = kernelevolve.optimize(str(problem), workspace=root / "ws", max_evals=1,
+                                    operators=["synth"])
+        return {"run": run.id, "root": str(root)}
+
+    got = _once_per_session(tmp_path_factory, "rmsnorm_run", build)
+    root = Path(got["root"])
+    return root / "ws", got["run"], root / "rmsnorm.py"
+
+
+@pytest.fixture(scope="session")
+def tunable_run(tmp_path_factory):
+    """One `kernelevolve optimize` (the CLI, the suite's quick timing) of the tune operator over
+    the whole 8-point space of problems/tunable_scale_candidate.py from its REPEAT = 64 seed:
+    test_optimize.py's end-to-end tests read it, and test_ray_executor.py compares its Ray run's
+    verdicts with it. Searched once per session, across xdist workers too; nobody writes to its
+    workspace. {"ws", "summary", "proc": the CompletedProcess (returncode, stdout, stderr)}."""
+    import json
+    import subprocess
+
+    def build(root: Path) -> dict:
+        ws, summary = root / "ws", root / "s.json"
+        r = run_cli("optimize", str(PROBLEMS / "tunable_scale.py"), "--seed-candidate",
+                    str(PROBLEMS / "tunable_scale_candidate.py"), "--operator", "tune",
+                    "--max-evals", "8", "--workspace", str(ws), "--json", str(summary),
+                    timeout=600)
+        return {"ws": str(ws), "summary": str(summary), "rc": r.returncode,
+                "stdout": r.stdout, "stderr": r.stderr}
+
+    got = _once_per_session(tmp_path_factory, "tunable_run", build)
+    summary = Path(got["summary"])
+    return {"ws": Path(got["ws"]),
+            "summary": json.loads(summary.read_text()) if summary.exists() else None,
+            "proc": subprocess.CompletedProcess([], got["rc"], got["stdout"], got["stderr"])}
 
 
 @pytest.fixture
@@ -169,8 +215,8 @@ HEAVY_FIXTURES = {
     "evaluator",
     # module-scoped fixtures that run real CLI evaluations and searches, shared by their tests
     "full_runs", "usage_runs", "first_run", "evals", "wire", "searched",
-    # session-scoped: one real search shared across files (and xdist workers)
-    "rmsnorm_run",
+    # session-scoped: real searches shared across files (and xdist workers)
+    "rmsnorm_run", "tunable_run",
 }
 
 

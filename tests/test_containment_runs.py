@@ -16,6 +16,7 @@ import pytest
 from conftest import CORPUS, PROBLEMS, run_cli
 from llm_servers import ScriptedServer, prompt_of
 from outcomes import assert_measured_exit
+from one_finalist import one_finalist_config
 from test_containment import SECRETS
 
 pytestmark = pytest.mark.slow
@@ -55,6 +56,7 @@ def test_llm_run_whose_replies_are_attacks_leaks_nothing(tmp_path):
                        # the run's one torch.compile timing (3 inductor builds) is for the
                        # prompts' figures, covered by tests/test_prompt_context.py; not an attack
                        "--no-compile-figures",
+                       "--config", str(one_finalist_config(tmp_path)),  # no verdict asserted
                        "--workspace", str(ws), "--json", str(ws / "s.json"),
                        env={**SECRETS, KEY_VAR: KEY}, timeout=900)
         bodies = [json.dumps(r.json) for r in server.requests]
@@ -98,6 +100,8 @@ def test_optimize_killed_then_resumed_over_attack_seeds(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "kernelevolve.cli", "optimize",
                                  str(SMALL), *seeds, "--seed-candidate", str(GOOD),
                                  "--operator", "tune", "--max-evals", str(len(ATTACKS) + 3),
+                                 # no verdict asserted: one finalist re-measured
+                                 "--config", str(one_finalist_config(tmp_path)),
                                  "--workspace", str(ws)],
                                 stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)

@@ -54,19 +54,19 @@ def show(ws: Path, run_id: str) -> dict:
 # ---- end to end on the CLI ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def e2e(tmp_path_factory):
+def e2e(tmp_path_factory, tunable_run):
     """One `optimize` run shared by the CLI tests below (the expensive part: ~12 s), on the
-    suite's quick timing (KERNELEVOLVE_CONFIG). The evaluation that also times torch.compile:
+    suite's quick timing (KERNELEVOLVE_CONFIG): conftest's tunable_run, the session's one search
+    of this space (test_ray_executor.py compares its Ray run with it). Files the tests write go
+    to `tmp`, never into its workspace. The evaluation that also times torch.compile:
     test_prompt_context.py, whose LLM run pays for that compile anyway."""
-    tmp = tmp_path_factory.mktemp("e2e")
-    ws, summary_path = tmp / "ws", tmp / "s.json"
-    r = cli("optimize", PROBLEM, "--seed-candidate", CANDIDATE, "--operator", "tune",
-            "--max-evals", 8, "--workspace", ws, "--json", summary_path)
-    summary = json.loads(summary_path.read_text())
+    r, summary = tunable_run["proc"], tunable_run["summary"]
+    assert summary is not None, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     # 0 improved, 3 no safe improvement (a loaded machine can blur a small win), as the
     # finalists' intervals decide
     assert_measured_exit(r.returncode, summary, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-    return {"tmp": tmp, "ws": ws, "proc": r, "summary": summary}
+    return {"tmp": tmp_path_factory.mktemp("e2e"), "ws": tunable_run["ws"], "proc": r,
+            "summary": summary}
 
 
 def test_every_node_keeps_its_source_and_compiled_library_as_artifacts(e2e):
@@ -226,17 +226,24 @@ def test_cli_usage_errors_are_one_line(tmp_path):
 
 
 def test_optimize_without_a_seed_or_drafting_operator_says_so(tmp_path):
+    """Also the exit code's own test (4, exit_codes.NOTHING_TO_SEARCH; test_run_feedback.py
+    holds the exit-code table): one run serves both."""
+    from kernelevolve import exit_codes
+
     ws, summary_path = tmp_path / "ws", tmp_path / "s.json"
     r = cli("optimize", PROBLEM, "--operator", "tune", "--max-evals", 3, "--workspace", ws,
             "--json", summary_path)
     assert r.returncode == 4, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.returncode == exit_codes.NOTHING_TO_SEARCH
     s = json.loads(summary_path.read_text())
     assert s["status"] == "completed" and s["evaluations"] == 0
     assert s["outcome"]["kind"] == "nothing_to_search"
     assert "--seed-candidate" in s["outcome"]["message"]
     assert s["best"] is None
     assert "--seed-candidate" in r.stderr and "nothing to search from" in r.stdout
+    assert "--seed-candidate" in r.stdout
     assert "re-measuring" not in r.stdout + r.stderr  # no finalist: no phase for it
+    assert not (ws / "runs" / s["run_id"] / "best.py").exists()
 
 
 def test_optimize_without_a_seed_drafts_with_synth_then_tunes(tmp_path):

@@ -173,15 +173,8 @@ def test_endpoint_dying_mid_run_stops_the_search(tmp_path):
 
 # ---- exit codes ---------------------------------------------------------------------------------
 
-@pytest.mark.slow
-def test_nothing_to_search_from_exits_4(tmp_path):
-    ws = tmp_path / "ws"
-    r = cli("optimize", PROBLEM, "--operator", "tune", "--max-evals", 3, "--workspace", ws,
-            "--json", tmp_path / "s.json")
-    assert r.returncode == exit_codes.NOTHING_TO_SEARCH, r.stdout + r.stderr
-    s = json.loads((tmp_path / "s.json").read_text())
-    assert s["outcome"]["kind"] == "nothing_to_search" and "--seed-candidate" in r.stdout
-    assert not (ws / "runs" / s["run_id"] / "best.py").exists()
+# exit 4 (nothing to search from), end to end: tests/test_optimize.py's
+# test_optimize_without_a_seed_or_drafting_operator_says_so (the same command; one run for both)
 
 
 def test_exit_code_table():

@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from conftest import PROBLEMS, example
+from short_timing import evaluate_short
 from kernelevolve.operators.base import ProposalContext, ParentView
 from kernelevolve.operators.tunables import parse, rewrite
 from kernelevolve.operators.synth import SynthOperator
@@ -20,7 +21,7 @@ from kernelevolve.synth.plan import plan
 def _evaluate(evaluator, problem, source, tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    return evaluator.evaluate(problem, path)
+    return evaluate_short(evaluator, problem, path)  # the verdict, not the figure
 
 
 def test_rewritten_tunables_still_accepted(evaluator, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import PROBLEMS
+from short_timing import evaluate_short
 from kernelevolve.synth import explain_problem, synthesize
 from kernelevolve.synth.shapes import call_shape, evaluate
 
@@ -16,7 +17,7 @@ NORMS = PROBLEMS / "synth_decomp_norms.py"
 def _accepted(evaluator, problem, source, tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    result = evaluator.evaluate(problem, path)
+    result = evaluate_short(evaluator, problem, path)  # the verdict, not the figure
     assert result.accepted, result.reason
     return result
 

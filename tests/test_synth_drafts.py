@@ -8,6 +8,7 @@ import pytest
 
 from conftest import PROBLEMS, example
 from problem_copies import fewer_rows
+from short_timing import evaluate_short
 from kernelevolve.operators.tunables import parse, read_config, rewrite, space
 from kernelevolve.synth import synthesize
 
@@ -60,7 +61,7 @@ CPP_FEWER_ROWS = {"softmax": (32, 8, 33), "rmsnorm": (64, 16, 15),
 def _evaluate(evaluator, problem, source, tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    return evaluator.evaluate(problem, path)
+    return evaluate_short(evaluator, problem, path)  # the verdict, not the figure
 
 
 @pytest.mark.parametrize("name", sorted(CPP_PROBLEMS))
@@ -108,7 +109,8 @@ def test_rewritten_softmax_candidate_is_accepted(evaluator, tmp_path):
     # examples/softmax with an eighth of the rows in its two large cases: 131072 elements
     # each, at the threshold (rows * cols >= it: threads, 4-row tasks), the 131x999 tail
     # (130869) just below it (one thread)
-    result = evaluator.evaluate(fewer_rows(example("softmax"), (64, 16, 131), tmp_path), path)
+    result = evaluate_short(evaluator, fewer_rows(example("softmax"), (64, 16, 131), tmp_path),
+                            path)
     assert result.accepted, result.reason
     assert all(c.correct for c in result.cases)
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from conftest import PROBLEMS
+from short_timing import evaluate_short
 from kernelevolve.problem import import_module
 from kernelevolve.synth import synthesize
 from kernelevolve.synth.capture import NotCovered, capture
@@ -159,5 +160,5 @@ def test_a_training_norm_draft_is_accepted_by_the_harness(evaluator, tmp_path):
     source, _ = synthesize(str(problem), "cpp")
     path = tmp_path / "norms_train_cpp.py"
     path.write_text(source)
-    result = evaluator.evaluate(problem, path)
+    result = evaluate_short(evaluator, problem, path)  # the verdict, not the figure
     assert result.accepted, result.reason

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from conftest import PROBLEMS
+from short_timing import evaluate_short
 from kernelevolve.operators.tunables import rewrite
 from kernelevolve.synth import cpp_expr, explain_problem, synthesize, triton_expr
 from kernelevolve.synth.capture import NotCovered, Ref, _decompositions
@@ -238,7 +239,7 @@ def _draft(name: str, language: str) -> str:
 def _evaluate(evaluator, problem, source, tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    return evaluator.evaluate(problem, path)
+    return evaluate_short(evaluator, problem, path)  # the verdict, not the figure
 
 
 @pytest.mark.parametrize("name", OPS_PROBLEMS)
