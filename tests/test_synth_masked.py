@@ -16,6 +16,7 @@ import torch
 from kernelevolve.problem import import_module
 from kernelevolve.synth import explain_problem, synthesize
 from kernelevolve.synth.plan import explain
+from short_timing import evaluate_short
 
 PROBLEM = '''import torch
 import torch.nn as nn
@@ -84,3 +85,18 @@ def test_a_count_broadcast_against_the_wrong_dims_is_refused_in_plain_words(tmp_
     lines = text.splitlines()
     assert lines[0].startswith("not covered: ") and "broadcasts against the wrong dims" in text
     assert "--seed-candidate FILE" in lines[1] and "--llm" in lines[1], text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["cpp", "triton"])
+def test_masked_sum_mean_max_drafts_accepted_by_the_harness(evaluator, tmp_path, language):
+    """The drafts through the sandboxed harness (compiled, every case checked against torch,
+    integrity, timed): accepted with a ragged mask and an all-masked row, in both languages."""
+    problem = tmp_path / "masked.py"
+    problem.write_text(PROBLEM)
+    source, _ = synthesize(str(problem), language)
+    candidate = tmp_path / f"masked_{language}.py"
+    candidate.write_text(source)
+    result = evaluate_short(evaluator, problem, candidate)
+    assert result.accepted, result.reason
+    assert result.cases and all(c.correct for c in result.cases)
