@@ -66,6 +66,38 @@ def test_a_swallowed_interrupt_prints_no_traceback(tmp_path):
     assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
 
 
+
+def test_an_interrupt_that_lands_in_a_side_task_prints_no_traceback():
+    """The handler's KeyboardInterrupt can land while a task other than asyncio.run's main one
+    steps (an evaluation's, a progress ticker's): it leaves the loop, the command stops, and the
+    task keeps the exception that nobody retrieves, which asyncio logs with its traceback when
+    the task is collected ("Task exception was never retrieved"; seen in CI from a tune-model
+    killed by SIGTERM). The stop was asked for: nothing is printed but the command's own line."""
+    import subprocess
+
+    code = (
+        "import asyncio, gc, signal, sys\n"
+        "from kernelevolve import interrupts\n"
+        "async def side():\n"
+        "    await asyncio.sleep(0)\n"
+        "    signal.raise_signal(signal.SIGTERM)\n"
+        "    await asyncio.sleep(10)\n"
+        "async def main():\n"
+        "    task = asyncio.create_task(side())\n"
+        "    await asyncio.sleep(10)\n"
+        "with interrupts.stop_signals():\n"
+        "    try:\n"
+        "        asyncio.run(main())\n"
+        "    except KeyboardInterrupt:\n"
+        "        gc.collect()\n"
+        "        print('stopped')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "stopped"
+    assert "Traceback" not in out.stderr and "never retrieved" not in out.stderr, out.stderr
+
+
 # asyncio.run turns a SIGINT left to Python's default handler into a cancellation of the main
 # task; code that consumes the cancellation on its way (here: a wait that catches it and goes
 # on) loses the Ctrl-C, and the program runs to its end (seen in CI: a run interrupted after its

@@ -10,10 +10,14 @@ points (the search engine's loop, between a campaign's problems, between tune-mo
 which raises it again. SIGINT gets the same handler: left to Python's default, `asyncio.run`
 turns it into a cancellation of the main task, and a cancellation consumed on its way (seen:
 a run interrupted after its first evaluation searched on to the end and exited 0) is lost.
-`stop_signals()` installs the handler for both while a command runs.
+`stop_signals()` installs the handler for both while a command runs. When the interrupt lands
+in an asyncio task other than the main one, that task keeps it, and asyncio would log it with
+a traceback when the task is collected (seen: a tune-model killed by SIGTERM); a requested
+stop is not logged there either.
 """
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 from contextlib import contextmanager
@@ -34,7 +38,8 @@ def terminate(signum: int, frame: object) -> None:
 def _quiet_swallowed() -> None:
     """A KeyboardInterrupt that a finalizer swallows after a kept request is not reported
     (Python would print "Exception ignored in ... Traceback" on the user's terminal): it is
-    raised again at the next safe point. Anything else goes to the previous hook."""
+    raised again at the next safe point. Anything else goes to the previous hook. asyncio's
+    report of a task that kept the interrupt is dropped the same way."""
     global _hooked
     if _hooked:
         return
@@ -48,6 +53,15 @@ def _quiet_swallowed() -> None:
         previous(unraisable)
 
     sys.unraisablehook = hook
+    logging.getLogger("asyncio").addFilter(_quiet_unretrieved)
+
+
+def _quiet_unretrieved(record: logging.LogRecord) -> bool:
+    """asyncio's log filter: a task the interrupt landed in keeps the KeyboardInterrupt that
+    stopped the loop, and asyncio logs it with its traceback when the task is collected ("Task
+    exception was never retrieved"). The stop was asked for and is being handled: not logged."""
+    exc = record.exc_info[0] if record.exc_info else None
+    return not (_requested and isinstance(exc, type) and issubclass(exc, KeyboardInterrupt))
 
 
 def requested() -> bool:
