@@ -105,8 +105,10 @@ def left_text(left: tuple[float, float] | None) -> str:
     if left is None:
         return "time left unknown (no search timing to go by)"
     low, high = left
-    if high < 1:
+    if high <= 0:  # the elapsed time used it all up
         return "finishing (past the estimate)"
+    if high < 1:   # a short estimate at its start (a quick policy, a warm pool)
+        return "under a second left"
     if high >= 120:
         unit, low, high = "min", low / 60, high / 60
     else:
